@@ -1,0 +1,43 @@
+"""`python -m ragexp` and the `ragexp` console script: the Hydra app."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from ragexp.cli import check_command, config_dir, fail, normalize_argv, register_resolvers
+from ragexp.errors import RagexpError
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _job(cfg: DictConfig) -> float | None:
+    from ragexp.experiment import run_job
+
+    hc = HydraConfig.get()
+    run_name = hc.job.override_dirname.replace("\\", "") or "default"  # Hydra escapes ':'
+
+    try:
+        summary = run_job(cfg, Path(hc.runtime.output_dir), run_name=run_name)
+    except RagexpError as exc:
+        fail(exc)
+    first = next(iter(summary.metrics.values()), None)
+    return first.mean if first else None
+
+
+def main() -> None:
+    """Entry point: normalise argv, check every job's config, then hand over to Hydra."""
+    sys.argv = normalize_argv(sys.argv)
+    register_resolvers()
+    try:
+        check_command(sys.argv)
+    except RagexpError as exc:
+        fail(exc)
+    _job()
+
+
+if __name__ == "__main__":
+    main()

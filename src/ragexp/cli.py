@@ -1,0 +1,143 @@
+"""Command-line edge: argv normalisation and config checks before Hydra takes over.
+
+hydra-core 1.3 rejects ``-m`` placed between overrides (hydra issue 3053), yet
+``python -m ragexp judge.model=qwen2.5:7b -m retriever.top_k=3,5,8`` is how users type a sweep,
+so the multirun flag is moved to the front. Hydra's own composition errors are several lines with
+a hint about HYDRA_FULL_ERROR; here every combination a command would run is composed and
+validated first, so a mistake is one line and exit code 2 before any job starts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from omegaconf import OmegaConf
+
+from ragexp.errors import ConfigError, RagexpError
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
+
+MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
+MAX_CHECKED_JOBS = 256
+
+
+def config_dir() -> Path:
+    """`conf/`: inside the installed wheel, else at the repo root of an editable install."""
+    packaged = Path(__file__).parent / "conf"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "conf"
+
+
+def register_resolvers() -> None:
+    """``${ragexp_data:demo/corpus}`` -> absolute path of a dataset bundled in the package."""
+    from ragexp.dataset import bundled_data_dir
+
+    if not OmegaConf.has_resolver("ragexp_data"):
+        OmegaConf.register_new_resolver(
+            "ragexp_data", lambda rel: str(bundled_data_dir() / str(rel))
+        )
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """Move ``-m`` / ``--multirun`` in front of the overrides, keeping everything else in order."""
+    head, rest = list(argv[:1]), list(argv[1:])
+    flags = [a for a in rest if a in MULTIRUN_FLAGS]
+    return head + flags[:1] + [a for a in rest if a not in MULTIRUN_FLAGS]
+
+
+def check_command(argv: Sequence[str]) -> None:
+    """Compose and validate every job the command would run; raise `ConfigError` on the first bad
+    one. Commands that only print (help, --cfg, --info, completion) are left to Hydra."""
+    from hydra._internal.utils import get_args_parser
+
+    args, _ = get_args_parser().parse_known_args(list(argv[1:]))
+    if args.help or args.hydra_help or args.info or args.shell_completion or args.cfg:
+        return
+    for overrides in _job_overrides(args.overrides or [], multirun=bool(args.multirun)):
+        _check_job(overrides, args.config_name or "config", args.config_dir)
+
+
+def _job_overrides(overrides: list[str], *, multirun: bool) -> list[list[str]]:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except OverrideParseException as exc:
+        raise ConfigError(_one_line(str(exc))) from None
+    choices: list[list[str]] = []
+    for override in parsed:
+        if override.is_sweep_override() and not multirun:
+            raise ConfigError(
+                f"{override.input_line}: a sweep needs multirun; add -m to the command"
+            )
+        # An unknown plain key is let through here, so that validation names it in one line.
+        prefix = "++" if _is_plain_key(override) else ""
+        if override.is_sweep_override():
+            key = override.get_key_element()
+            choices.append([f"{prefix}{key}={v}" for v in override.sweep_string_iterator()])
+        else:
+            choices.append([prefix + override.input_line])
+    jobs = [list(combo) for combo in itertools.product(*choices)]
+    return jobs[:MAX_CHECKED_JOBS]
+
+
+def _is_plain_key(override: Override) -> bool:
+    from hydra.core.override_parser.types import OverrideType
+
+    key = override.key_or_group
+    return (
+        override.type == OverrideType.CHANGE
+        and not key.startswith("hydra")
+        and not (config_dir() / key).is_dir()
+    )
+
+
+def _check_job(overrides: list[str], config_name: str, extra_dir: str | None) -> None:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ragexp.config import validate_config
+    from ragexp.experiment import resolve
+    from ragexp.plugins import registry
+
+    if extra_dir:
+        overrides = [*overrides, f"hydra.searchpath=[file://{Path(extra_dir).resolve()}]"]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(config_dir()), version_base="1.3"):
+            cfg = compose(config_name, overrides=overrides)
+    except Exception as exc:  # Hydra's composition errors share no useful base class
+        raise ConfigError(_one_line(str(exc))) from None
+    finally:
+        GlobalHydra.instance().clear()
+    validate_config(resolve(cfg), registry().known())
+
+
+def _one_line(message: str) -> str:
+    """Fold Hydra's multi-line message into one line, dropping its search-path and env-var hints."""
+    parts: list[str] = []
+    options: list[str] = []
+    for line in (ln.strip() for ln in message.splitlines()):
+        if line.startswith("Config search path") or "HYDRA_FULL_ERROR" in line:
+            break
+        if not line or line.startswith("object_type"):
+            continue
+        if options or line.startswith("Available options in"):
+            options.append(line)
+        else:
+            parts.append(line)
+    if options:
+        parts.append(f"{options[0].rstrip(':')}: {', '.join(options[1:])}")
+    return "; ".join(p.rstrip(".") for p in parts).removeprefix("In 'config': ")
+
+
+def fail(exc: RagexpError) -> None:
+    """Print the one-line error and exit with its code."""
+    print(f"ragexp: error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)

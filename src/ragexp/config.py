@@ -1,0 +1,237 @@
+"""The run's configuration: Hydra composes it, pydantic validates it once, here.
+
+Every model forbids unknown keys, so a typo is caught with its full key path. Names that plugins
+provide (LLM backends, retrievers, metrics) are checked against what the plugin manager has
+registered, passed in as ``Known``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from ragexp.errors import ConfigError
+
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+
+
+@dataclass(frozen=True)
+class Known:
+    """Names registered by plugins, which config values may refer to."""
+
+    backends: frozenset[str]
+    retrievers: frozenset[str]
+    metrics: frozenset[str]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_known(value: str, kind: str, info: ValidationInfo, extra: tuple[str, ...] = ()) -> str:
+    known: Known | None = (info.context or {}).get("known")
+    if known is None:
+        return value
+    allowed = sorted(set(getattr(known, kind)) | set(extra))
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+class LLMConfig(StrictModel):
+    """One LLM endpoint: the generator, the judge, or the dense retriever's embedder."""
+
+    backend: str = "auto"
+    """`auto` (bundled model names go to `embedded`, all others to `ollama`), or a backend name."""
+    model: str
+    """Model name as the backend knows it, e.g. `smollm2:135m`, `llama3.2:3b`."""
+    base_url: str | None = None
+    """Server URL; for Ollama, default `$OLLAMA_HOST` or http://localhost:11434."""
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = 42
+    num_ctx: int = Field(4096, ge=256)
+    """Context window; Ollama silently truncates longer prompts unless it is set."""
+    max_tokens: int = Field(256, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    concurrency: int = Field(2, ge=1, le=64)
+    """Calls in flight at once against this endpoint."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself)."""
+    keep_alive: str | None = None
+    """Ollama only: how long the server keeps the model loaded after a call, e.g. `10m`."""
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_known(cls, value: str, info: ValidationInfo) -> str:
+        return _check_known(value, "backends", info, extra=("auto",))
+
+    def resolved_base_url(self) -> str:
+        """The URL to call: `base_url`, else Ollama's `OLLAMA_HOST` convention."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return ollama_host_url(os.environ.get("OLLAMA_HOST", ""))
+
+    def api_key(self) -> str | None:
+        """The secret itself, read from the environment at call time, never stored."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+def ollama_host_url(host: str) -> str:
+    """Turn `OLLAMA_HOST` (as the official client reads it: `host`, `host:port`, or a URL)."""
+    host = host.strip()
+    if not host:
+        return DEFAULT_OLLAMA_URL
+    if "://" not in host:
+        host = "http://" + host
+    scheme, rest = host.split("://", 1)
+    rest = rest.rstrip("/")
+    if ":" not in rest.split("/", 1)[0]:
+        rest = rest.replace("/", ":11434/", 1) if "/" in rest else rest + ":11434"
+    return f"{scheme}://{rest}"
+
+
+class EmbedderConfig(LLMConfig):
+    """The embedding model behind dense retrieval."""
+
+    model: str = "nomic-embed-text"
+    batch_size: int = Field(32, ge=1)
+
+
+class RetrieverConfig(StrictModel):
+    kind: str = "bm25"
+    """`bm25` (no model needed) or `dense` (embeddings from `embedder`)."""
+    top_k: int = Field(5, ge=1, le=100)
+    chunk_size: int = Field(120, ge=10)
+    """Chunk length in words."""
+    chunk_overlap: int = Field(20, ge=0)
+    """Words shared by consecutive chunks."""
+    embedder: EmbedderConfig = EmbedderConfig()
+
+    @field_validator("kind")
+    @classmethod
+    def _kind_known(cls, value: str, info: ValidationInfo) -> str:
+        return _check_known(value, "retrievers", info)
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap_below_size(cls, value: int, info: ValidationInfo) -> int:
+        size = info.data.get("chunk_size")
+        if size is not None and value >= size:
+            raise ValueError(f"must be smaller than retriever.chunk_size ({size})")
+        return value
+
+
+class PromptConfig(StrictModel):
+    name: str
+    system: str = ""
+    template: str
+    """The user message; `{context}` and `{question}` are filled in."""
+
+    @field_validator("template")
+    @classmethod
+    def _has_placeholders(cls, value: str) -> str:
+        missing = [p for p in ("{context}", "{question}") if p not in value]
+        if missing:
+            raise ValueError(f"must contain {' and '.join(missing)}")
+        return value
+
+
+class DatasetConfig(StrictModel):
+    name: str
+    corpus: Path
+    """Folder of .md/.txt documents; a document's id is its path relative to this folder."""
+    cases: Path
+    """JSONL golden set: `id`, `question`, optional `reference`, optional `relevant_docs`."""
+    limit: int | None = Field(None, ge=1)
+    only: list[str] | None = None
+
+    @field_validator("corpus")
+    @classmethod
+    def _corpus_is_folder(cls, value: Path) -> Path:
+        if not value.is_dir():
+            raise ValueError(
+                f"folder '{value}' does not exist; point it at a folder of .md/.txt documents"
+            )
+        return value
+
+    @field_validator("cases")
+    @classmethod
+    def _cases_is_file(cls, value: Path) -> Path:
+        if not value.is_file():
+            raise ValueError(f"file '{value}' does not exist; point it at a JSONL golden set")
+        return value
+
+
+class TrackingConfig(StrictModel):
+    enabled: bool = True
+    tracking_uri: str = "sqlite:///mlflow.db"
+    experiment: str = "ragexp"
+
+
+class RunConfig(StrictModel):
+    """The whole validated configuration of one run (one Hydra job)."""
+
+    generator: LLMConfig
+    judge: LLMConfig
+    retriever: RetrieverConfig
+    prompt: PromptConfig
+    dataset: DatasetConfig
+    metrics: list[str] = Field(default_factory=lambda: ["faithfulness", "answer_relevance"])
+    metric_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per-metric options, `metric_options.<metric>.<option>`."""
+    tracking: TrackingConfig = TrackingConfig()
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics_known(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if not value:
+            raise ValueError("list at least one metric")
+        for name in value:
+            _check_known(name, "metrics", info)
+        if len(set(value)) != len(value):
+            raise ValueError("a metric is listed twice")
+        return value
+
+
+def validate_config(raw: Mapping[str, Any], known: Known | None = None) -> RunConfig:
+    """Validate a resolved config mapping; raise `ConfigError` with one line on the first problem."""
+    try:
+        return RunConfig.model_validate(dict(raw), context={"known": known})
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc, raw)) from None
+
+
+def _one_line(exc: ValidationError, raw: Mapping[str, Any]) -> str:
+    err = exc.errors()[0]
+    path = ".".join(str(p) for p in err["loc"])
+    more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+    if err["type"] == "extra_forbidden":
+        parent = err["loc"][:-1]
+        model = _model_at(parent)
+        allowed = sorted(model.model_fields) if model else []
+        hint = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        return f"{path}: unknown key; allowed keys: {', '.join(allowed)}{suggestion}{more}"
+    if err["type"] == "missing":
+        return f"{path}: required key is missing{more}"
+    msg = err["msg"].removeprefix("Value error, ")
+    value = err.get("input")
+    shown = f" (got {value!r})" if isinstance(value, str | int | float) and repr(value) not in msg else ""
+    return f"{path}: {msg}{shown}{more}"
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model

@@ -1,0 +1,1 @@
+"""ragexp's built-in plugins, registered on the plugin manager exactly like third-party ones."""

@@ -1,0 +1,107 @@
+"""One Hydra job, end to end: validate the config, run the cases, write outputs, log to MLflow."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ragexp.config import RunConfig, validate_config
+from ragexp.dataset import load_dataset
+from ragexp.outputs import CaseLog, write_outputs
+from ragexp.pipeline import RunOutcome, run_experiment
+from ragexp.plugins import registry
+from ragexp.report import render_report
+from ragexp.stats import Summary, summarize
+
+log = logging.getLogger("ragexp")
+
+
+def resolve(cfg: DictConfig) -> dict[str, Any]:
+    """The composed Hydra config as plain data, interpolations resolved, Hydra's own node dropped."""
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    data.pop("hydra", None)
+    return {str(k): v for k, v in data.items()}
+
+
+def run_job(cfg: DictConfig, run_dir: Path, *, run_name: str) -> Summary:
+    """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes."""
+    resolved = resolve(cfg)
+    reg = registry()
+    config = validate_config(resolved, reg.known())
+    dataset = load_dataset(config.dataset)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    print(
+        f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', generator "
+        f"{config.generator.model}, judge {config.judge.model}, top_k {config.retriever.top_k}, "
+        f"prompt {config.prompt.name}",
+        file=sys.stderr,
+    )
+    case_log = CaseLog(run_dir)
+    try:
+        outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=case_log))
+    finally:
+        case_log.close()
+    summary = summarize(outcome.cases, config.metrics)
+    report = render_report(
+        config,
+        summary,
+        outcome.cases,
+        backends=outcome.backends,
+        wall_s=outcome.wall_s,
+        llm_calls=outcome.llm_calls,
+    )
+    paths = write_outputs(run_dir, outcome.cases, summary, report)
+    print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
+    if config.tracking.enabled:
+        run_id = _track(config, resolved, outcome, summary, run_dir, paths.values(), run_name,
+                        dataset_hash=dataset.fingerprint())
+        print(f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}",
+              file=sys.stderr)
+    return summary
+
+
+def _track(
+    config: RunConfig,
+    resolved: dict[str, Any],
+    outcome: RunOutcome,
+    summary: Summary,
+    run_dir: Path,
+    artifacts: Any,
+    run_name: str,
+    *,
+    dataset_hash: str,
+) -> str:
+    from ragexp.tracking import RunRecord, log_run
+
+    resolved_file = run_dir / "config.resolved.yaml"
+    resolved_file.write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), encoding="utf-8")
+    prompt = f"{config.prompt.system}\n---\n{config.prompt.template}"
+    record = RunRecord(
+        summary=summary,
+        backends=outcome.backends,
+        model_ids=outcome.model_ids,
+        wall_s=outcome.wall_s,
+        llm_calls=outcome.llm_calls,
+        dataset_hash=dataset_hash,
+        prompt_hash=hashlib.sha256(prompt.encode()).hexdigest()[:12],
+        artifacts=[*artifacts, resolved_file],
+    )
+    return log_run(config, resolved, outcome.cases, record, run_name=run_name)
+
+
+def _summary_line(summary: Summary, outcome: RunOutcome, run_dir: Path) -> str:
+    means = ", ".join(
+        f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a"
+        for name, m in summary.metrics.items()
+    )
+    return (
+        f"ragexp: done in {outcome.wall_s:.1f} s ({outcome.llm_calls} LLM calls): {means}; "
+        f"report: {run_dir / 'report.md'}"
+    )

@@ -1,0 +1,45 @@
+"""Every hook a ragexp plugin can implement. Project name and entry-point group: ``ragexp``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pluggy import HookimplMarker, HookspecMarker
+
+if TYPE_CHECKING:
+    from ragexp.llm.base import BackendSpec
+    from ragexp.metrics import Metric
+    from ragexp.retrieval.base import RetrieverSpec
+
+hookspec = HookspecMarker("ragexp")
+hookimpl = HookimplMarker("ragexp")
+
+
+@hookspec
+def ragexp_register_metrics(register: Callable[[Metric], None]) -> None:
+    """Called once when the plugin manager loads; call ``register(metric)`` for each metric.
+
+    A metric is any object with ``name``, ``version``, ``needs_judge`` and an async
+    ``score(sample, judge, options)`` (see ``ragexp.metrics.Metric``). Returns nothing.
+    """
+
+
+@hookspec
+def ragexp_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    """Called once when the plugin manager loads; call ``register(spec)`` for each LLM backend.
+
+    ``spec`` is a ``ragexp.llm.BackendSpec``: the backend's name (the value of
+    ``generator.backend``), a factory that builds it from an ``LLMConfig``, and the model names it
+    bundles (``backend: auto`` routes those to it). Returns nothing.
+    """
+
+
+@hookspec
+def ragexp_register_retrievers(register: Callable[[RetrieverSpec], None]) -> None:
+    """Called once when the plugin manager loads; call ``register(spec)`` for each retriever.
+
+    ``spec`` is a ``ragexp.retrieval.RetrieverSpec``: the name (the value of
+    ``retriever.kind``) and a factory that builds it from the retriever config and an
+    embedding-client factory. Returns nothing.
+    """

@@ -1,0 +1,96 @@
+"""The LLM backend interface, and the per-endpoint client the pipeline calls through."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ragexp.config import LLMConfig
+
+Message = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": ...}``."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a backend returns for one chat call."""
+
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float
+    model_id: str
+    """Model identity: Ollama digest, GGUF sha256, or the served model name."""
+
+
+class Backend(Protocol):
+    """One LLM endpoint (a server URL + model, or an in-process model)."""
+
+    kind: str
+
+    async def preflight(self) -> str:
+        """Check the endpoint serves the model; return the model identity, or raise
+        `BackendUnavailable` / `ModelNotFound` with the command that fixes it."""
+        ...
+
+    async def chat(self, messages: Sequence[Message]) -> Completion:
+        """One chat completion with the config's decoding options."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text; raise `BackendError` if the backend cannot embed."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and models."""
+        ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """How a plugin registers a backend (see ``ragexp_register_backends``)."""
+
+    name: str
+    factory: Callable[[LLMConfig], Backend]
+    bundled_models: frozenset[str] = frozenset()
+    """Model names this backend ships; ``backend: auto`` sends these here."""
+    description: str = ""
+
+
+def resolve_backend_name(config: LLMConfig, specs: Sequence[BackendSpec]) -> str:
+    """The backend a config uses: its own ``backend``, or for ``auto`` the one bundling the model."""
+    if config.backend != "auto":
+        return config.backend
+    for spec in specs:
+        if config.model in spec.bundled_models:
+            return spec.name
+    return "ollama"
+
+
+@dataclass
+class Endpoint:
+    """A backend plus the bound on its calls in flight; shared by everything using that endpoint."""
+
+    backend: Backend
+    config: LLMConfig
+    backend_name: str
+    semaphore: asyncio.Semaphore
+    model_id: str = ""
+    calls: int = field(default=0)
+
+    async def chat(self, messages: Sequence[Message]) -> Completion:
+        async with self.semaphore:
+            self.calls += 1
+            return await self.backend.chat(messages)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        async with self.semaphore:
+            self.calls += 1
+            return await self.backend.embed(texts)
+
+
+def elapsed_since(start: float) -> float:
+    return time.perf_counter() - start

@@ -1,0 +1,54 @@
+"""The files a run writes in its Hydra run dir: cases.jsonl, summary.json, report.md.
+
+``cases.jsonl`` grows one line per case as cases finish, so an interrupted run keeps what it
+computed; at the end it is rewritten in dataset order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from ragexp.results import CaseResult
+from ragexp.stats import Summary
+
+CASES_FILE = "cases.jsonl"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+
+
+def case_line(case: CaseResult) -> str:
+    return case.model_dump_json() + "\n"
+
+
+class CaseLog:
+    """Appends each finished case to ``cases.jsonl`` and flushes it at once."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / CASES_FILE
+        self._fh: IO[str] = self.path.open("w", encoding="utf-8")
+
+    def __call__(self, case: CaseResult) -> None:
+        self._fh.write(case_line(case))
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def write_outputs(
+    run_dir: Path, cases: Sequence[CaseResult], summary: Summary, report: str
+) -> dict[str, Path]:
+    paths = {
+        "cases": run_dir / CASES_FILE,
+        "summary": run_dir / SUMMARY_FILE,
+        "report": run_dir / REPORT_FILE,
+    }
+    paths["cases"].write_text("".join(case_line(c) for c in cases), encoding="utf-8")
+    paths["summary"].write_text(
+        json.dumps(summary.model_dump(), indent=2) + "\n", encoding="utf-8"
+    )
+    paths["report"].write_text(report, encoding="utf-8")
+    return paths

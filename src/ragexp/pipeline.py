@@ -1,0 +1,197 @@
+"""One run: index the corpus, then for every case retrieve -> generate -> score, concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from ragexp.chunking import chunk_text
+from ragexp.config import RunConfig
+from ragexp.dataset import Case, Dataset
+from ragexp.errors import RagexpError
+from ragexp.llm.base import Endpoint, Message
+from ragexp.llm.pool import EndpointPool
+from ragexp.metrics import Judge, Metric, Sample
+from ragexp.plugins import Registry
+from ragexp.results import CaseResult, LLMCall, MetricResult, RetrievedChunk
+from ragexp.retrieval.base import Retriever
+
+
+@dataclass
+class RunOutcome:
+    cases: list[CaseResult]
+    wall_s: float
+    model_ids: dict[str, str]
+    """`generator` / `judge` -> model identity reported by the backend."""
+    backends: dict[str, str]
+    """`generator` / `judge` -> backend name actually used (after `auto`)."""
+    llm_calls: int
+    n_chunks: int
+
+
+@dataclass
+class _Run:
+    config: RunConfig
+    retriever: Retriever
+    generator: Endpoint
+    judge: Endpoint | None
+    metrics: list[tuple[Metric, str]]
+    progress: TextIO
+    on_case: Callable[[CaseResult], None]
+    total: int
+    done: int = field(default=0)
+
+
+async def run_experiment(
+    config: RunConfig,
+    dataset: Dataset,
+    registry: Registry,
+    *,
+    progress: TextIO = sys.stderr,
+    on_case: Callable[[CaseResult], None] = lambda case: None,
+) -> RunOutcome:
+    """Run every case of ``dataset`` under ``config``; ``on_case`` sees each case as it ends."""
+    start = time.perf_counter()
+    pool = EndpointPool(registry.backends)
+    try:
+        metrics = [(registry.metrics[m], registry.owners[("metrics", m)]) for m in config.metrics]
+        generator = pool.get("generator", config.generator)
+        needs_judge = any(metric.needs_judge for metric, _ in metrics)
+        judge = pool.get("judge", config.judge) if needs_judge else None
+        spec = registry.retrievers[config.retriever.kind]
+        retriever = spec.factory(config.retriever, pool.get)
+        await pool.preflight()
+
+        chunks = [
+            chunk
+            for doc_id, text in dataset.documents.items()
+            for chunk in chunk_text(
+                doc_id, text, config.retriever.chunk_size, config.retriever.chunk_overlap
+            )
+        ]
+        await retriever.index(chunks)
+        run = _Run(config, retriever, generator, judge, metrics, progress, on_case,
+                   total=len(dataset.cases))
+        cases = await asyncio.gather(*(_run_case(run, case) for case in dataset.cases))
+        return RunOutcome(
+            cases=list(cases),
+            wall_s=time.perf_counter() - start,
+            model_ids={
+                role: ep.model_id for role, ep in (("generator", generator), ("judge", judge)) if ep
+            },
+            backends={
+                role: ep.backend_name
+                for role, ep in (("generator", generator), ("judge", judge))
+                if ep
+            },
+            llm_calls=sum(ep.calls for ep in pool.endpoints()),
+            n_chunks=len(chunks),
+        )
+    finally:
+        await pool.aclose()
+
+
+def render_prompt(config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]) -> list[Message]:
+    """The generator's messages: the prompt variant filled with the question and the chunks."""
+    context = "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
+    user = config.prompt.template.replace("{context}", context).replace("{question}", question)
+    messages: list[Message] = []
+    if config.prompt.system:
+        messages.append({"role": "system", "content": config.prompt.system})
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
+async def _run_case(run: _Run, case: Case) -> CaseResult:
+    result = CaseResult(
+        case_id=case.id,
+        question=case.question,
+        reference=case.reference,
+        relevant_docs=list(case.relevant_docs) if case.relevant_docs is not None else None,
+    )
+    try:
+        t0 = time.time_ns()
+        result.retrieved = await run.retriever.search(case.question, run.config.retriever.top_k)
+        result.retrieve_ns = (t0, time.time_ns())
+        messages = render_prompt(run.config, case.question, result.retrieved)
+        result.generation = await _call(run.generator, messages, role="generate")
+        result.answer = result.generation.text.strip()
+    except RagexpError as exc:
+        result.error = str(exc)
+    else:
+        sample = Sample(
+            case_id=case.id,
+            question=case.question,
+            answer=result.answer or "",
+            contexts=tuple(result.retrieved),
+            reference=case.reference,
+            relevant_docs=case.relevant_docs,
+        )
+        scored = await asyncio.gather(
+            *(_score(metric, owner, sample, run) for metric, owner in run.metrics)
+        )
+        result.metrics = {metric.name: r for (metric, _), r in zip(run.metrics, scored)}
+    run.done += 1
+    _report_progress(run, result)
+    run.on_case(result)
+    return result
+
+
+async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> MetricResult:
+    calls: list[LLMCall] = []
+    judge = _judge_for(run.judge, metric.name, calls) if metric.needs_judge else None
+    options = run.config.metric_options.get(metric.name, {})
+    try:
+        result = await metric.score(sample, judge, options)
+    except Exception as exc:  # a plugin's failure on one case must not stop the run
+        result = MetricResult(
+            score=None, parse_ok=False, error=f"{type(exc).__name__}: {exc} [{owner}]"
+        )
+    return result.model_copy(update={"metric_version": metric.version, "calls": calls})
+
+
+def _judge_for(endpoint: Endpoint | None, metric: str, calls: list[LLMCall]) -> Judge:
+    assert endpoint is not None
+
+    async def judge(prompt: str) -> str:
+        call = await _call(endpoint, [{"role": "user", "content": prompt}], role=f"judge:{metric}")
+        calls.append(call)
+        return call.text
+
+    return judge
+
+
+async def _call(endpoint: Endpoint, messages: list[Message], role: str) -> LLMCall:
+    start_ns = time.time_ns()
+    completion = await endpoint.chat(messages)
+    return LLMCall(
+        role=role,
+        backend=endpoint.backend_name,
+        model=endpoint.config.model,
+        model_id=completion.model_id,
+        prompt=messages[-1]["content"],
+        text=completion.text,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        latency_s=completion.latency_s,
+        start_ns=start_ns,
+    )
+
+
+def _report_progress(run: _Run, result: CaseResult) -> None:
+    prefix = f"[{run.done}/{run.total}] {result.case_id}:"
+    if result.error:
+        line = f"{prefix} ERROR ({result.error})"
+    else:
+        failed = [name for name, m in result.metrics.items() if m.error]
+        labels = " ".join(
+            f"{name}={m.label if m.label is not None else m.score}"
+            for name, m in result.metrics.items()
+            if not m.error
+        )
+        line = f"{prefix} OK {labels}" + (f" (metric errors: {', '.join(failed)})" if failed else "")
+    print(line, file=run.progress, flush=True)

@@ -1,0 +1,120 @@
+"""`report.md`: what a person reads after a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragexp.config import RunConfig
+from ragexp.results import CaseResult
+from ragexp.stats import Summary
+
+PREVIEW_CHARS = 160
+
+FAITHFULNESS_BANDS = (
+    (0.85, "works well: hallucinations are rare."),
+    (0.65, "room to improve: tune the anti-hallucination prompt or retriever.top_k."),
+    (0.50, "the generator invents often: start with the prompt and the retrieved context."),
+    (float("-inf"), "something is broken: the judge itself, or a prompt that restrains nothing."),
+)
+
+
+def faithfulness_reading(mean: float) -> str:
+    """The original harness's reading of a faithfulness mean."""
+    for floor, reading in FAITHFULNESS_BANDS:
+        if mean >= floor:
+            return reading
+    raise AssertionError("unreachable")
+
+
+def warnings_for(config: RunConfig, backends: dict[str, str]) -> list[str]:
+    notes: list[str] = []
+    gen, judge = config.generator, config.judge
+    if (gen.model, backends.get("generator")) == (judge.model, backends.get("judge")):
+        notes.append(
+            f"**Self-judge:** `{judge.model}` judges its own answers. Models are lenient with "
+            "their own output, so absolute scores run high; compare runs that share this "
+            "judge, or use a stronger judge (e.g. `judge.model=qwen2.5:7b`)."
+        )
+    if backends.get("judge") == "embedded":
+        notes.append(
+            f"**Tiny judge:** the judge is the embedded `{judge.model}` model, which runs the "
+            "pipeline offline but is a poor judge. Treat these scores as a smoke test, not a "
+            "decision; point `judge.model` at a real model on Ollama for decisions."
+        )
+    return notes
+
+
+def render_report(
+    config: RunConfig,
+    summary: Summary,
+    cases: Sequence[CaseResult],
+    *,
+    backends: dict[str, str],
+    wall_s: float,
+    llm_calls: int,
+) -> str:
+    lines = [
+        f"# ragexp report: {config.dataset.name}",
+        "",
+        "| setting | value |",
+        "| --- | --- |",
+        f"| generator | `{config.generator.model}` ({backends.get('generator', '?')}) |",
+        f"| judge | `{config.judge.model}` ({backends.get('judge', 'not used')}) |",
+        f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
+        f"chunks of {config.retriever.chunk_size} words |",
+        f"| prompt | {config.prompt.name} |",
+        f"| cases | {summary.n_cases} ({summary.n_errors} failed) |",
+        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls |",
+        "",
+    ]
+    for note in warnings_for(config, backends):
+        lines += [f"> {note}", ""]
+    lines += [
+        "## Scores",
+        "",
+        "| metric | mean | 95% CI | n | labels | parse failures | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, m in summary.metrics.items():
+        mean = f"{m.mean:.3f}" if m.mean is not None else "n/a"
+        ci = f"{m.ci_low:.3f} – {m.ci_high:.3f}" if m.ci_low is not None else "n/a"
+        labels = ", ".join(f"{k}: {v}" for k, v in m.label_counts.items()) or "–"
+        n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
+        lines.append(
+            f"| {name} | {mean} | {ci} | {n} | {labels} | {m.parse_failures} | {m.errors} |"
+        )
+    faith = summary.metrics.get("faithfulness")
+    if faith and faith.mean is not None:
+        lines += ["", f"**Faithfulness {faith.mean:.2f}:** {faithfulness_reading(faith.mean)}"]
+    lines += ["", "## Cases", ""]
+    for case in cases:
+        lines += _case_section(case)
+    return "\n".join(lines) + "\n"
+
+
+def _case_section(case: CaseResult) -> list[str]:
+    lines = [f"### {case.case_id}", "", f"**Question:** {case.question}", ""]
+    if case.reference:
+        lines += [f"**Reference:** {case.reference}", ""]
+    if case.error:
+        return [*lines, f"**Error:** {case.error}", ""]
+    lines += [f"**Answer:** {_quote(case.answer or '')}", "", "**Retrieved:**", ""]
+    for chunk in case.retrieved:
+        preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
+        lines.append(f"- `{chunk.chunk_id}` ({chunk.score:.3f}): {preview}…")
+    lines += ["", "| metric | label | score | judge said |", "| --- | --- | --- | --- |"]
+    for name, m in case.metrics.items():
+        score = f"{m.score:.2f}" if m.score is not None else "–"
+        said = m.error or ("" if m.raw is None else _cell(m.raw))
+        flag = "" if m.parse_ok else " (unparsed)"
+        lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
+    return [*lines, ""]
+
+
+def _quote(text: str) -> str:
+    return " ".join(text.split()) or "_(empty)_"
+
+
+def _cell(text: str) -> str:
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return f"`{flat[:200]}`" if flat else "_(empty)_"

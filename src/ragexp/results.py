@@ -1,0 +1,74 @@
+"""What a run persists: one `CaseResult` per golden case (a line of `cases.jsonl`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrievedChunk(_Model):
+    """One chunk the retriever returned for a case, best first."""
+
+    doc_id: str
+    """Path of the document relative to the corpus folder."""
+    chunk_id: str
+    """`<doc_id>#<n>`, n counting from 0 within the document."""
+    score: float
+    """The retriever's own score (BM25 or cosine similarity); higher is better."""
+    text: str
+
+
+class LLMCall(_Model):
+    """One call to an LLM, as the backend reported it."""
+
+    role: str
+    """`generate`, or `judge:<metric>`."""
+    backend: str
+    model: str
+    model_id: str
+    """Model identity: Ollama digest or GGUF sha256."""
+    prompt: str = Field(exclude=True)
+    """The last user message sent (in traces; left out of cases.jsonl, it repeats the chunks)."""
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float
+    start_ns: int
+
+
+class MetricResult(_Model):
+    """One metric's verdict on one case."""
+
+    score: float | None = None
+    """In [0, 1]; None when the metric could not score the case (excluded from means)."""
+    label: str | None = None
+    """Categorical outcome, e.g. YES/PARTIAL/NO or the 1-5 grade."""
+    raw: str | None = None
+    """The judge's raw text, when a judge was asked."""
+    parse_ok: bool = True
+    """False when the judge's text held no valid label (the metric's fallback was used)."""
+    error: str | None = None
+    """Why the metric failed on this case; the run went on."""
+    metric_version: str = ""
+    calls: list[LLMCall] = Field(default_factory=list, exclude=True)
+    """Judge calls behind this result (kept for traces, not written to cases.jsonl)."""
+
+
+class CaseResult(_Model):
+    """Everything one golden case produced."""
+
+    case_id: str
+    question: str
+    reference: str | None = None
+    relevant_docs: list[str] | None = None
+    answer: str | None = None
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    metrics: dict[str, MetricResult] = Field(default_factory=dict)
+    error: str | None = None
+    """Why retrieval or generation failed for this case (its metrics are then absent)."""
+    generation: LLMCall | None = None
+    """The generator call: tokens, latency, model identity."""
+    retrieve_ns: tuple[int, int] | None = Field(default=None, exclude=True)

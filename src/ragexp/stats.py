@@ -1,0 +1,83 @@
+"""Per-metric means with bootstrap confidence intervals, label counts and failure counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ragexp.results import CaseResult
+
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+BOOTSTRAP_SEED = 0
+
+
+class MetricSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None
+    """Mean score over the cases the metric scored; None if it scored none."""
+    ci_low: float | None
+    """Lower bound of the 95% percentile-bootstrap interval of the mean."""
+    ci_high: float | None
+    n: int
+    """Cases with a score."""
+    n_unscored: int
+    """Cases the metric could not score (score None, no error), excluded from the mean."""
+    label_counts: dict[str, int]
+    parse_failures: int
+    """Judge replies with no valid label, scored by the metric's fallback."""
+    errors: int
+    """Cases on which the metric raised."""
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_cases: int
+    n_errors: int
+    """Cases whose retrieval or generation failed."""
+    metrics: dict[str, MetricSummary]
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (degenerate for fewer than two values)."""
+    data = np.asarray(values, dtype=float)
+    if data.size < 2:
+        mean = float(data.mean()) if data.size else float("nan")
+        return mean, mean
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
+    metrics: dict[str, MetricSummary] = {}
+    for name in metric_names:
+        results = [c.metrics[name] for c in cases if name in c.metrics]
+        scores = [r.score for r in results if r.score is not None and r.error is None]
+        low, high = bootstrap_ci(scores) if scores else (None, None)
+        labels = Counter(r.label for r in results if r.label is not None and r.error is None)
+        metrics[name] = MetricSummary(
+            mean=float(np.mean(scores)) if scores else None,
+            ci_low=low,
+            ci_high=high,
+            n=len(scores),
+            n_unscored=sum(1 for r in results if r.score is None and r.error is None),
+            label_counts=dict(sorted(labels.items())),
+            parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
+            errors=sum(1 for r in results if r.error is not None),
+        )
+    return Summary(
+        n_cases=len(cases), n_errors=sum(1 for c in cases if c.error), metrics=metrics
+    )
