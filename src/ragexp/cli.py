@@ -13,7 +13,6 @@ import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
@@ -82,7 +81,7 @@ def _job_overrides(overrides: list[str], *, multirun: bool) -> list[list[str]]:
             key = override.get_key_element()
             choices.append([f"{prefix}{key}={v}" for v in override.sweep_string_iterator()])
         else:
-            choices.append([prefix + override.input_line])
+            choices.append([prefix + (override.input_line or "")])
     jobs = [list(combo) for combo in itertools.product(*choices)]
     return jobs[:MAX_CHECKED_JOBS]
 

@@ -200,7 +200,7 @@ class RunConfig(StrictModel):
 
 
 def validate_config(raw: Mapping[str, Any], known: Known | None = None) -> RunConfig:
-    """Validate a resolved config mapping; raise `ConfigError` with one line on the first problem."""
+    """Validate a resolved config mapping; raise a one-line `ConfigError` on the first problem."""
     try:
         return RunConfig.model_validate(dict(raw), context={"known": known})
     except ValidationError as exc:
@@ -222,7 +222,11 @@ def _one_line(exc: ValidationError, raw: Mapping[str, Any]) -> str:
         return f"{path}: required key is missing{more}"
     msg = err["msg"].removeprefix("Value error, ")
     value = err.get("input")
-    shown = f" (got {value!r})" if isinstance(value, str | int | float) and repr(value) not in msg else ""
+    shown = (
+        f" (got {value!r})"
+        if isinstance(value, str | int | float) and repr(value) not in msg
+        else ""
+    )
     return f"{path}: {msg}{shown}{more}"
 
 

@@ -23,7 +23,7 @@ log = logging.getLogger("ragexp")
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
-    """The composed Hydra config as plain data, interpolations resolved, Hydra's own node dropped."""
+    """The composed config as plain data: interpolations resolved, Hydra's own node dropped."""
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     data.pop("hydra", None)
@@ -60,10 +60,19 @@ def run_job(cfg: DictConfig, run_dir: Path, *, run_name: str) -> Summary:
     paths = write_outputs(run_dir, outcome.cases, summary, report)
     print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
     if config.tracking.enabled:
-        run_id = _track(config, resolved, outcome, summary, run_dir, paths.values(), run_name,
-                        dataset_hash=dataset.fingerprint())
-        print(f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}",
-              file=sys.stderr)
+        run_id = _track(
+            config,
+            resolved,
+            outcome,
+            summary,
+            run_dir,
+            paths.values(),
+            run_name,
+            dataset_hash=dataset.fingerprint(),
+        )
+        print(
+            f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}", file=sys.stderr
+        )
     return summary
 
 

@@ -47,8 +47,6 @@ def write_outputs(
         "report": run_dir / REPORT_FILE,
     }
     paths["cases"].write_text("".join(case_line(c) for c in cases), encoding="utf-8")
-    paths["summary"].write_text(
-        json.dumps(summary.model_dump(), indent=2) + "\n", encoding="utf-8"
-    )
+    paths["summary"].write_text(json.dumps(summary.model_dump(), indent=2) + "\n", encoding="utf-8")
     paths["report"].write_text(report, encoding="utf-8")
     return paths

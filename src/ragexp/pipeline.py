@@ -74,8 +74,16 @@ async def run_experiment(
             )
         ]
         await retriever.index(chunks)
-        run = _Run(config, retriever, generator, judge, metrics, progress, on_case,
-                   total=len(dataset.cases))
+        run = _Run(
+            config,
+            retriever,
+            generator,
+            judge,
+            metrics,
+            progress,
+            on_case,
+            total=len(dataset.cases),
+        )
         cases = await asyncio.gather(*(_run_case(run, case) for case in dataset.cases))
         return RunOutcome(
             cases=list(cases),
@@ -95,7 +103,9 @@ async def run_experiment(
         await pool.aclose()
 
 
-def render_prompt(config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]) -> list[Message]:
+def render_prompt(
+    config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]
+) -> list[Message]:
     """The generator's messages: the prompt variant filled with the question and the chunks."""
     context = "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
     user = config.prompt.template.replace("{context}", context).replace("{question}", question)
@@ -134,7 +144,9 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
         scored = await asyncio.gather(
             *(_score(metric, owner, sample, run) for metric, owner in run.metrics)
         )
-        result.metrics = {metric.name: r for (metric, _), r in zip(run.metrics, scored)}
+        result.metrics = {
+            metric.name: r for (metric, _), r in zip(run.metrics, scored, strict=True)
+        }
     run.done += 1
     _report_progress(run, result)
     run.on_case(result)
@@ -193,5 +205,7 @@ def _report_progress(run: _Run, result: CaseResult) -> None:
             for name, m in result.metrics.items()
             if not m.error
         )
-        line = f"{prefix} OK {labels}" + (f" (metric errors: {', '.join(failed)})" if failed else "")
+        line = f"{prefix} OK {labels}" + (
+            f" (metric errors: {', '.join(failed)})" if failed else ""
+        )
     print(line, file=run.progress, flush=True)

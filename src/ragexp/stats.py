@@ -78,6 +78,4 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
             parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
             errors=sum(1 for r in results if r.error is not None),
         )
-    return Summary(
-        n_cases=len(cases), n_errors=sum(1 for c in cases if c.error), metrics=metrics
-    )
+    return Summary(n_cases=len(cases), n_errors=sum(1 for c in cases if c.error), metrics=metrics)

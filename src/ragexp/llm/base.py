@@ -61,7 +61,7 @@ class BackendSpec:
 
 
 def resolve_backend_name(config: LLMConfig, specs: Sequence[BackendSpec]) -> str:
-    """The backend a config uses: its own ``backend``, or for ``auto`` the one bundling the model."""
+    """The backend a config uses: its `backend`, or for `auto` the one bundling the model."""
     if config.backend != "auto":
         return config.backend
     for spec in specs:

@@ -127,11 +127,9 @@ class EmbeddedBackend:
         with model.lock:
             start = time.perf_counter()
             try:
-                out = model.llama.create_chat_completion(**kwargs)
+                out: dict[str, Any] = model.llama.create_chat_completion(**kwargs)  # type: ignore[assignment]
             except ValueError as exc:  # e.g. prompt longer than the context window
-                raise BackendError(
-                    f"embedded model: {exc}; raise num_ctx or lower top_k"
-                ) from None
+                raise BackendError(f"embedded model: {exc}; raise num_ctx or lower top_k") from None
             latency = time.perf_counter() - start
         usage = out.get("usage") or {}
         return Completion(

@@ -81,7 +81,9 @@ class OllamaBackend:
         data = await self._call("/api/embed", {"model": self.config.model, "input": list(texts)})
         embeddings = data.get("embeddings")
         if not isinstance(embeddings, list) or len(embeddings) != len(texts):
-            raise BackendError(f"{self.url}/api/embed returned no embeddings for {len(texts)} texts")
+            raise BackendError(
+                f"{self.url}/api/embed returned no embeddings for {len(texts)} texts"
+            )
         return [[float(x) for x in row] for row in embeddings]
 
     async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:

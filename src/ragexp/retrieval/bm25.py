@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,10 +20,10 @@ class BM25Retriever:
     async def index(self, chunks: Sequence[Chunk]) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import
+
         self._chunks = list(chunks)
-        tokens = bm25s.tokenize(
-            [c.text for c in self._chunks], stopwords="en", show_progress=False
-        )
+        tokens = bm25s.tokenize([c.text for c in self._chunks], stopwords="en", show_progress=False)
         index = bm25s.BM25()
         index.index(tokens, show_progress=False)
         self._index = index
@@ -40,4 +41,6 @@ class BM25Retriever:
             tokens, k=k, show_progress=False, n_threads=1
         )
         order = np.asarray(ids)[0]
-        return [to_result(self._chunks[int(i)], float(s)) for i, s in zip(order, scores[0])]
+        return [
+            to_result(self._chunks[int(i)], float(s)) for i, s in zip(order, scores[0], strict=True)
+        ]

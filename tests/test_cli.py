@@ -1,0 +1,89 @@
+"""The command line: argv normalisation, one-line config errors, help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragexp.cli import _one_line, normalize_argv
+from tests.cli_run import run_ragexp
+
+
+def test_multirun_flag_between_overrides_moves_to_front() -> None:
+    argv = ["ragexp", "judge.model=qwen2.5:7b", "-m", "retriever.top_k=3,5,8"]
+    assert normalize_argv(argv) == [
+        "ragexp",
+        "-m",
+        "judge.model=qwen2.5:7b",
+        "retriever.top_k=3,5,8",
+    ]
+
+
+def test_argv_without_multirun_is_unchanged() -> None:
+    argv = ["ragexp", "--config-name", "config", "retriever.top_k=3"]
+    assert normalize_argv(argv) == argv
+
+
+def test_long_flag_and_duplicates_collapse_to_one() -> None:
+    argv = ["ragexp", "a=1", "--multirun", "b=2", "-m"]
+    assert normalize_argv(argv) == ["ragexp", "--multirun", "a=1", "b=2"]
+
+
+def test_hydra_messages_fold_to_one_line() -> None:
+    message = (
+        "In 'config': Could not find 'retriever/foo'\n\n"
+        "Available options in 'retriever':\n\tbm25\n\tdense\n"
+        "Config search path:\n\tprovider=hydra, path=pkg://hydra.conf\n"
+    )
+    assert _one_line(message) == (
+        "Could not find 'retriever/foo'; Available options in 'retriever': bm25, dense"
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("retriever.top_k=0", "retriever.top_k: Input should be greater than or equal to 1"),
+        ("retriever.topk=3", "retriever.topk: unknown key; allowed keys: "),
+        ("generator.backend=olama", "generator.backend: 'olama' is not one of: auto, embedded"),
+        ("dataset.corpus=/no/such/folder", "dataset.corpus: folder '/no/such/folder' does not"),
+        ("retriever=foo", "Could not find 'retriever/foo'; Available options in 'retriever'"),
+        ("metrics=[faithfulness,nope]", "metrics: 'nope' is not one of"),
+        ("retriever.top_k=3,5", "a sweep needs multirun; add -m"),
+    ],
+)
+def test_bad_config_is_one_line_exit_2_no_traceback(
+    override: str, expected: str, tmp_path: Path
+) -> None:
+    result = run_ragexp(override, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("ragexp: error: ")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "outputs").exists()  # failed before any job started
+
+
+def test_typo_suggests_the_key(tmp_path: Path) -> None:
+    result = run_ragexp("retriever.topk=3", cwd=tmp_path, timeout=120)
+    assert "did you mean 'top_k'?" in result.stderr
+
+
+def test_bad_value_in_a_sweep_fails_before_any_job(tmp_path: Path) -> None:
+    result = run_ragexp("-m", "retriever.top_k=3,0", cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert "retriever.top_k" in result.stderr
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_help_describes_groups_and_examples(tmp_path: Path) -> None:
+    result = run_ragexp("--help", cwd=tmp_path, timeout=120)
+    assert result.returncode == 0
+    out = result.stdout
+    assert "is this RAG configuration better than that one?" in out
+    for group in ("dataset:", "retriever: bm25, dense", "prompt: cite, default, strict"):
+        assert group in out
+    assert "generator: embedded, ollama, openai" in out
+    assert "python -m ragexp judge.model=qwen2.5:7b -m retriever.top_k=3,5,8" in out

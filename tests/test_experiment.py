@@ -1,0 +1,167 @@
+"""A full run through `python -m ragexp` against a loopback server speaking the Ollama API."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli_run import mlflow_runs, run_ragexp
+from tests.ollama_server import FakeOllama
+
+MODELS = ["llama3.2:3b", "qwen2.5:7b"]
+
+
+@pytest.fixture(scope="module")
+def ollama_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    cwd = tmp_path_factory.mktemp("ollama_run")
+    with FakeOllama(models=MODELS) as server:
+        result = run_ragexp(
+            "generator.model=llama3.2:3b",
+            "judge.model=qwen2.5:7b",
+            "dataset.limit=4",
+            "hydra.run.dir=outputs/run",
+            cwd=cwd,
+            env={"OLLAMA_HOST": server.url},
+        )
+        chats = server.requests_to("/api/chat")
+    assert result.returncode == 0, result.stderr
+    assert len(chats) == 4 * 3  # one generation and two judge calls per case
+    return cwd, result.stderr
+
+
+def test_progress_lines_on_stderr(ollama_run: tuple[Path, str]) -> None:
+    _, stderr = ollama_run
+    for i in range(1, 5):
+        assert f"[{i}/4] demo-0" in stderr
+    assert "OK faithfulness=YES answer_relevance=4" in stderr
+
+
+def test_cases_jsonl_contract(ollama_run: tuple[Path, str]) -> None:
+    cwd, _ = ollama_run
+    lines = (cwd / "outputs/run/cases.jsonl").read_text().splitlines()
+    assert [json.loads(line)["case_id"] for line in lines] == [f"demo-0{i}" for i in range(1, 5)]
+    case = json.loads(lines[0])
+    for key in ("case_id", "question", "answer", "retrieved", "metrics", "error"):
+        assert key in case
+    assert case["error"] is None and case["answer"]
+    assert len(case["retrieved"]) == 5  # retriever.top_k default
+    assert set(case["retrieved"][0]) == {"doc_id", "chunk_id", "score", "text"}
+    scores = [r["score"] for r in case["retrieved"]]
+    assert scores == sorted(scores, reverse=True)
+    faith = case["metrics"]["faithfulness"]
+    assert {k: faith[k] for k in ("score", "label", "raw", "parse_ok", "error")} == {
+        "score": 1.0,
+        "label": "YES",
+        "raw": "YES",
+        "parse_ok": True,
+        "error": None,
+    }
+    relevance = case["metrics"]["answer_relevance"]
+    assert (relevance["score"], relevance["label"]) == (0.75, "4")
+    generation = case["generation"]
+    assert generation["model"] == "llama3.2:3b" and generation["model_id"]
+    assert generation["prompt_tokens"] > 0 and generation["latency_s"] >= 0
+
+
+def test_summary_json_contract(ollama_run: tuple[Path, str]) -> None:
+    cwd, _ = ollama_run
+    summary = json.loads((cwd / "outputs/run/summary.json").read_text())
+    assert summary["n_cases"] == 4 and summary["n_errors"] == 0
+    faith = summary["metrics"]["faithfulness"]
+    assert faith["mean"] == 1.0 and faith["ci_low"] == 1.0 and faith["ci_high"] == 1.0
+    assert faith["n"] == 4 and faith["label_counts"] == {"YES": 4}
+    assert faith["parse_failures"] == 0
+    assert summary["metrics"]["answer_relevance"]["mean"] == 0.75
+
+
+def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
+    cwd, _ = ollama_run
+    report = (cwd / "outputs/run/report.md").read_text()
+    assert "| generator | `llama3.2:3b` (ollama) |" in report
+    assert "| judge | `qwen2.5:7b` (ollama) |" in report
+    assert "top_k=5" in report and "| prompt | default |" in report
+    assert "| faithfulness | 1.000 | 1.000 – 1.000 | 4 | YES: 4 | 0 | 0 |" in report
+    assert "works well: hallucinations are rare" in report
+    assert "Self-judge" not in report and "Tiny judge" not in report
+    assert report.count("### demo-0") == 4
+
+
+def test_mlflow_run(ollama_run: tuple[Path, str]) -> None:
+    import mlflow
+
+    cwd, _ = ollama_run
+    [run] = mlflow_runs(cwd)
+    params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
+    assert params["retriever.top_k"] == "5"
+    assert params["judge.model"] == "qwen2.5:7b"
+    assert params["generator.model"] == "llama3.2:3b"
+    assert metrics["faithfulness/mean"] == 1.0
+    assert metrics["answer_relevance/mean"] == 0.75
+    assert metrics["faithfulness/rate_YES"] == 1.0
+    assert metrics["n_cases"] == 4 and metrics["llm_calls"] == 12
+    assert tags["generator"] == "llama3.2:3b" and tags["judge"] == "qwen2.5:7b"
+    assert tags["self_judge"] == "false"
+    assert tags["judge_model_id"] == hashlib.sha256(b"qwen2.5:7b").hexdigest()
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"report.md", "cases.jsonl", "summary.json", "config.resolved.yaml"} <= artifacts
+    assert "cases_table.json" in artifacts
+    traces = mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list"
+    )
+    assert len(traces) == 4
+    trace = traces[0]
+    names = [span.name for span in trace.data.spans]
+    assert names[0].startswith("case demo-0")
+    assert {"retrieve", "generate", "judge:faithfulness", "judge:answer_relevance"} <= set(names)
+    assessments = {a.name: a for a in trace.info.assessments}
+    assert assessments["faithfulness"].value == 1.0
+    assert assessments["faithfulness"].rationale == "YES"
+    assert assessments["faithfulness"].source.source_id == "qwen2.5:7b"
+    assert assessments["answer_relevance"].value == 0.75
+
+
+def test_tracking_disabled_logs_nothing(tmp_path: Path) -> None:
+    with FakeOllama(models=MODELS) as server:
+        result = run_ragexp(
+            "generator.model=llama3.2:3b",
+            "judge.model=qwen2.5:7b",
+            "dataset.limit=1",
+            "tracking.enabled=false",
+            cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+    assert list(tmp_path.glob("outputs/*/*/report.md"))
+
+
+def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
+    with FakeOllama(models=MODELS) as server:
+        url = server.url  # the port is free again once the server stops
+    result = run_ragexp(
+        "judge.model=qwen2.5:7b",
+        "generator.model=llama3.2:3b",
+        cwd=tmp_path,
+        env={"OLLAMA_HOST": url},
+    )
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr
+    assert lines[-1].startswith("ragexp: error: cannot reach " + url)
+    assert "ollama serve" in lines[-1]
+
+
+def test_missing_model_says_ollama_pull(tmp_path: Path) -> None:
+    with FakeOllama(models=["llama3.2:3b"]) as server:
+        result = run_ragexp(
+            "judge.model=qwen2.5:7b",
+            "generator.model=llama3.2:3b",
+            cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "run `ollama pull qwen2.5:7b`" in result.stderr.strip().splitlines()[-1]
