@@ -131,9 +131,15 @@ def test_without_known_names_are_not_checked() -> None:
 TEMPLATE_WITHOUT_CONTEXT = "Answer this question.\n\nQuestion: {question}\nAnswer:"
 
 ERRORS = [
-    pytest.param("retriever.top_k", 0, "retriever.top_k", ["greater than or equal to 1"], id="top_k=0"),
-    pytest.param("retriever.top_k", 101, "retriever.top_k", ["less than or equal to 100"], id="top_k=101"),
-    pytest.param("retriever.topk", 5, "retriever.topk", ["unknown key", "did you mean 'top_k'"], id="topk"),
+    pytest.param(
+        "retriever.top_k", 0, "retriever.top_k", ["greater than or equal to 1"], id="top_k=0"
+    ),
+    pytest.param(
+        "retriever.top_k", 101, "retriever.top_k", ["less than or equal to 100"], id="top_k=101"
+    ),
+    pytest.param(
+        "retriever.topk", 5, "retriever.topk", ["unknown key", "did you mean 'top_k'"], id="topk"
+    ),
     pytest.param(
         "generator.backend",
         "olama",
@@ -177,13 +183,21 @@ ERRORS = [
         ["must contain {context}"],
         id="template-no-context",
     ),
-    pytest.param("metrics", ["faithfulness", "bleu"], "metrics", ["'bleu'", "answer_relevance"], id="unknown-metric"),
+    pytest.param(
+        "metrics",
+        ["faithfulness", "bleu"],
+        "metrics",
+        ["'bleu'", "answer_relevance"],
+        id="unknown-metric",
+    ),
     pytest.param("metrics", [], "metrics", ["at least one metric"], id="no-metrics"),
     pytest.param(
         "metrics", ["faithfulness", "faithfulness"], "metrics", ["twice"], id="metric-twice"
     ),
     pytest.param("judge.temperature", 3.0, "judge.temperature", ["2"], id="temperature"),
-    pytest.param("tracking.enabeld", True, "tracking.enabeld", ["did you mean 'enabled'"], id="typo"),
+    pytest.param(
+        "tracking.enabeld", True, "tracking.enabeld", ["did you mean 'enabled'"], id="typo"
+    ),
     pytest.param(
         "retriever.embedder.batchsize",
         8,
@@ -272,18 +286,15 @@ def test_api_key_reads_the_named_env_var(monkeypatch: pytest.MonkeyPatch) -> Non
     assert LLMConfig(model="m").api_key() is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ollama_host_url differs from the official client (ollama-python _parse_host, "
-    "Ollama's envconfig.Host): a scheme without a port means 80/443, ':PORT' means the "
-    "default host, and a bare IPv6 literal gets the default port",
-)
 @pytest.mark.parametrize(
     ("host", "expected"),
     [
         (":56789", {"http://localhost:56789", "http://127.0.0.1:56789"}),
         ("[::1]", {"http://[::1]:11434"}),
-        ("https://ollama.example.com", {"https://ollama.example.com", "https://ollama.example.com:443"}),
+        (
+            "https://ollama.example.com",
+            {"https://ollama.example.com", "https://ollama.example.com:443"},
+        ),
     ],
 )
 def test_ollama_host_like_the_official_client(host: str, expected: set[str]) -> None:

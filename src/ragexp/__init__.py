@@ -11,6 +11,7 @@ from ragexp.errors import (
     PluginError,
     RagexpError,
 )
+from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.hookspecs import hookimpl
 from ragexp.llm.base import Backend, BackendSpec, Completion
 from ragexp.metrics import Judge, Metric, Sample
@@ -24,6 +25,7 @@ __all__ = [
     "BackendError",
     "BackendSpec",
     "BackendUnavailable",
+    "CaseEnd",
     "CaseResult",
     "Completion",
     "ConfigError",
@@ -40,6 +42,8 @@ __all__ = [
     "Retriever",
     "RetrieverSpec",
     "RunConfig",
+    "RunEnd",
+    "RunStart",
     "Sample",
     "__version__",
     "hookimpl",

@@ -9,7 +9,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp.cli import check_command, config_dir, fail, normalize_argv, register_resolvers
+from ragexp.cli import (
+    check_command,
+    config_dir,
+    fail,
+    normalize_argv,
+    register_resolvers,
+    show_warnings_as_lines,
+)
 from ragexp.errors import RagexpError
 
 
@@ -30,6 +37,11 @@ def _job(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     """Entry point: normalise argv, check every job's config, then hand over to Hydra."""
+    if sys.argv[1:2] == ["plugins"]:
+        from ragexp.plugins import plugins_command
+
+        sys.exit(plugins_command(sys.argv[2:]))
+    show_warnings_as_lines()
     sys.argv = normalize_argv(sys.argv)
     register_resolvers()
     try:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
-from ragexp.errors import ConfigError, RagexpError
+from ragexp.errors import ConfigError, RagexpError, RagexpWarning
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
@@ -134,6 +135,19 @@ def _one_line(message: str) -> str:
     if options:
         parts.append(f"{options[0].rstrip(':')}: {', '.join(options[1:])}")
     return "; ".join(p.rstrip(".") for p in parts).removeprefix("In 'config': ")
+
+
+def show_warnings_as_lines() -> None:
+    """Print ragexp's own warnings as one `ragexp: warning: ...` line each."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RagexpWarning):
+            print(f"ragexp: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
 
 
 def fail(exc: RagexpError) -> None:

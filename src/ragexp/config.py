@@ -8,7 +8,9 @@ registered, passed in as ``Known``.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,17 +85,32 @@ class LLMConfig(StrictModel):
 
 
 def ollama_host_url(host: str) -> str:
-    """Turn `OLLAMA_HOST` (as the official client reads it: `host`, `host:port`, or a URL)."""
+    """Turn `OLLAMA_HOST` into a URL the way the official Python client does (`_parse_host`).
+
+    `host`, `host:port`, `:port` and full URLs are accepted; a scheme without a port means its
+    default port (80/443), no scheme means port 11434; unset or blank means localhost:11434.
+    """
     host = host.strip()
     if not host:
         return DEFAULT_OLLAMA_URL
-    if "://" not in host:
-        host = "http://" + host
-    scheme, rest = host.split("://", 1)
-    rest = rest.rstrip("/")
-    if ":" not in rest.split("/", 1)[0]:
-        rest = rest.replace("/", ":11434/", 1) if "/" in rest else rest + ":11434"
-    return f"{scheme}://{rest}"
+    scheme, _, hostport = host.partition("://")
+    port = 11434
+    if not hostport:
+        scheme, hostport = "http", host
+    elif scheme == "http":
+        port = 80
+    elif scheme == "https":
+        port = 443
+    split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
+    name = split.hostname or "127.0.0.1"
+    try:
+        if isinstance(ipaddress.ip_address(name), ipaddress.IPv6Address):
+            name = f"[{name}]"
+    except ValueError:
+        pass
+    url = f"{scheme}://{name}:{split.port or port}"
+    path = split.path.strip("/")
+    return f"{url}/{path}" if path else url
 
 
 class EmbedderConfig(LLMConfig):

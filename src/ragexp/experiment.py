@@ -13,10 +13,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
+from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
-from ragexp.plugins import registry
+from ragexp.plugins import Registry, registry
 from ragexp.report import render_report
+from ragexp.results import CaseResult
 from ragexp.stats import Summary, summarize
 
 log = logging.getLogger("ragexp")
@@ -30,10 +32,12 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
-def run_job(cfg: DictConfig, run_dir: Path, *, run_name: str) -> Summary:
+def run_job(
+    cfg: DictConfig, run_dir: Path, *, run_name: str, registry_override: Registry | None = None
+) -> Summary:
     """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes."""
     resolved = resolve(cfg)
-    reg = registry()
+    reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
     dataset = load_dataset(config.dataset)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -43,9 +47,23 @@ def run_job(cfg: DictConfig, run_dir: Path, *, run_name: str) -> Summary:
         f"prompt {config.prompt.name}",
         file=sys.stderr,
     )
+    reg.notify(
+        "ragexp_run_start",
+        event=RunStart(run_name, config, n_cases=len(dataset.cases), run_dir=run_dir),
+    )
     case_log = CaseLog(run_dir)
+    done = 0
+
+    def on_case(case: CaseResult) -> None:
+        nonlocal done
+        done += 1
+        case_log(case)
+        reg.notify(
+            "ragexp_case_end", event=CaseEnd(run_name, case, done=done, total=len(dataset.cases))
+        )
+
     try:
-        outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=case_log))
+        outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case))
     finally:
         case_log.close()
     summary = summarize(outcome.cases, config.metrics)
@@ -58,6 +76,12 @@ def run_job(cfg: DictConfig, run_dir: Path, *, run_name: str) -> Summary:
         llm_calls=outcome.llm_calls,
     )
     paths = write_outputs(run_dir, outcome.cases, summary, report)
+    reg.notify(
+        "ragexp_run_end",
+        event=RunEnd(
+            run_name, config, summary, tuple(outcome.cases), run_dir, wall_s=outcome.wall_s
+        ),
+    )
     print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
     if config.tracking.enabled:
         run_id = _track(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pluggy import HookimplMarker, HookspecMarker
 
 if TYPE_CHECKING:
+    from ragexp.events import CaseEnd, RunEnd, RunStart
     from ragexp.llm.base import BackendSpec
     from ragexp.metrics import Metric
     from ragexp.retrieval.base import RetrieverSpec
@@ -42,4 +43,31 @@ def ragexp_register_retrievers(register: Callable[[RetrieverSpec], None]) -> Non
     ``spec`` is a ``ragexp.retrieval.RetrieverSpec``: the name (the value of
     ``retriever.kind``) and a factory that builds it from the retriever config and an
     embedding-client factory. Returns nothing.
+    """
+
+
+@hookspec
+def ragexp_run_start(event: RunStart) -> None:
+    """Called once per run (each sweep job is a run), after validation, before the first case.
+
+    ``event`` is a ``ragexp.events.RunStart`` (run name, validated config, number of cases,
+    run dir). Returns nothing. An exception is reported as a warning; the run goes on.
+    """
+
+
+@hookspec
+def ragexp_case_end(event: CaseEnd) -> None:
+    """Called after each case is retrieved, generated and scored, in completion order.
+
+    ``event`` is a ``ragexp.events.CaseEnd`` (the ``CaseResult``, cases done, total). Returns
+    nothing. An exception is reported as a warning; the run goes on.
+    """
+
+
+@hookspec
+def ragexp_run_end(event: RunEnd) -> None:
+    """Called once per run after report.md, cases.jsonl and summary.json are written.
+
+    ``event`` is a ``ragexp.events.RunEnd`` (config, summary, all cases, run dir, wall time).
+    Returns nothing. An exception is reported as a warning; the run goes on.
     """

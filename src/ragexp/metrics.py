@@ -27,11 +27,14 @@ class Sample:
 
 
 THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+THINK_END_RE = re.compile(r"</think>", re.IGNORECASE)
 
 
 def strip_reasoning(raw: str) -> str:
-    """Remove ``<think>...</think>`` blocks (an unclosed one runs to the end of the text)."""
-    return THINK_RE.sub("", raw)
+    """Remove ``<think>...</think>`` blocks: an unclosed one runs to the end of the text, and a
+    closing tag without its opening one (DeepSeek-R1 style templates) ends the reasoning."""
+    text = THINK_RE.sub("", raw)
+    return THINK_END_RE.split(text)[-1]
 
 
 Judge = Callable[[str], Awaitable[str]]

@@ -84,7 +84,15 @@ async def run_experiment(
             on_case,
             total=len(dataset.cases),
         )
-        cases = await asyncio.gather(*(_run_case(run, case) for case in dataset.cases))
+        # Cases in flight are bounded too, so each case runs to its end (progress, cases.jsonl)
+        # instead of every generation queueing ahead of every judge call.
+        in_flight = asyncio.Semaphore(max(config.generator.concurrency, config.judge.concurrency))
+
+        async def bounded(case: Case) -> CaseResult:
+            async with in_flight:
+                return await _run_case(run, case)
+
+        cases = await asyncio.gather(*(bounded(case) for case in dataset.cases))
         return RunOutcome(
             cases=list(cases),
             wall_s=time.perf_counter() - start,
@@ -201,11 +209,15 @@ def _report_progress(run: _Run, result: CaseResult) -> None:
     else:
         failed = [name for name, m in result.metrics.items() if m.error]
         labels = " ".join(
-            f"{name}={m.label if m.label is not None else m.score}"
-            for name, m in result.metrics.items()
-            if not m.error
+            f"{name}={_progress_label(m)}" for name, m in result.metrics.items() if not m.error
         )
         line = f"{prefix} OK {labels}" + (
             f" (metric errors: {', '.join(failed)})" if failed else ""
         )
     print(line, file=run.progress, flush=True)
+
+
+def _progress_label(result: MetricResult) -> str:
+    if result.label is not None:
+        return result.label
+    return "unparsed" if not result.parse_ok else f"{result.score}"

@@ -85,7 +85,8 @@ def render_report(
         )
     faith = summary.metrics.get("faithfulness")
     if faith and faith.mean is not None:
-        lines += ["", f"**Faithfulness {faith.mean:.2f}:** {faithfulness_reading(faith.mean)}"]
+        shown = round(faith.mean, 2)  # the band is read from the number the reader sees
+        lines += ["", f"**Faithfulness {shown:.2f}:** {faithfulness_reading(shown)}"]
     lines += ["", "## Cases", ""]
     for case in cases:
         lines += _case_section(case)

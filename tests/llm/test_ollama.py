@@ -458,7 +458,7 @@ def test_short_prompt_does_not_warn() -> None:
         ("example.com", "http://example.com:11434"),
         ("https://h:1/", "https://h:1"),
         ("0.0.0.0", "http://0.0.0.0:11434"),
-        ("http://example.com", "http://example.com:11434"),
+        ("http://example.com", "http://example.com:80"),
         ("http://example.com:8080/", "http://example.com:8080"),
     ],
 )

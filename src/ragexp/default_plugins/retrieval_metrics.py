@@ -1,0 +1,84 @@
+"""Retrieval metrics from the golden set's ``relevant_docs``; no LLM involved.
+
+A case without ``relevant_docs`` (or with an empty list: a question the corpus cannot answer)
+cannot be scored: the score is None, the case is left out of the mean and counted as unscored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragexp.hookspecs import hookimpl
+from ragexp.metrics import Judge, RegisterMetric, Sample
+from ragexp.results import MetricResult
+
+
+def _ranked_docs(sample: Sample) -> list[str]:
+    """Distinct doc ids in retrieval order (several chunks may come from one document)."""
+    return list(dict.fromkeys(c.doc_id for c in sample.contexts))
+
+
+def _unscorable(sample: Sample) -> MetricResult | None:
+    if not sample.relevant_docs:
+        return MetricResult(score=None, label="no_relevant_docs")
+    return None
+
+
+class HitRate:
+    """1 if any relevant document is among the retrieved chunks, else 0."""
+
+    name = "hit_rate"
+    version = "1"
+    needs_judge = False
+
+    async def score(
+        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+    ) -> MetricResult:
+        if skipped := _unscorable(sample):
+            return skipped
+        hit = bool(set(_ranked_docs(sample)) & set(sample.relevant_docs or ()))
+        return MetricResult(score=float(hit), label="HIT" if hit else "MISS")
+
+
+class MRR:
+    """Reciprocal rank of the first relevant document (by document, best chunk first)."""
+
+    name = "mrr"
+    version = "1"
+    needs_judge = False
+
+    async def score(
+        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+    ) -> MetricResult:
+        if skipped := _unscorable(sample):
+            return skipped
+        relevant = set(sample.relevant_docs or ())
+        for rank, doc_id in enumerate(_ranked_docs(sample), start=1):
+            if doc_id in relevant:
+                return MetricResult(score=1.0 / rank, label=f"rank {rank}")
+        return MetricResult(score=0.0, label="not retrieved")
+
+
+class ContextRecall:
+    """Share of the relevant documents that were retrieved."""
+
+    name = "context_recall"
+    version = "1"
+    needs_judge = False
+
+    async def score(
+        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+    ) -> MetricResult:
+        if skipped := _unscorable(sample):
+            return skipped
+        relevant = set(sample.relevant_docs or ())
+        found = len(relevant & set(_ranked_docs(sample)))
+        return MetricResult(score=found / len(relevant), label=f"{found}/{len(relevant)}")
+
+
+@hookimpl
+def ragexp_register_metrics(register: RegisterMetric) -> None:
+    register(HitRate())
+    register(MRR())
+    register(ContextRecall())

@@ -1,0 +1,301 @@
+"""Loading a corpus folder and a JSONL golden set; the bundled demo dataset."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragexp.config import DatasetConfig
+from ragexp.dataset import Case, Dataset, bundled_data_dir, load_cases, load_corpus, load_dataset
+from ragexp.errors import DatasetError
+
+DEMO = bundled_data_dir() / "demo"
+
+
+def write_lines(path: Path, *lines: str) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def row(**fields: Any) -> str:
+    return json.dumps(fields)
+
+
+def dataset_error(path: Path) -> str:
+    with pytest.raises(DatasetError) as info:
+        load_cases(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert info.value.exit_code == 2
+    return message
+
+
+# -- load_cases ---------------------------------------------------------------------------
+
+
+def test_load_cases_reads_every_field(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id="a", question="Q1?", reference="R1", relevant_docs=["x.md", "sub/y.md"]),
+        row(id="b", question="Q2?"),
+        row(id="c", question="Q3?", relevant_docs=[]),
+    )
+    cases = load_cases(path)
+    assert cases == [
+        Case("a", "Q1?", "R1", ("x.md", "sub/y.md")),
+        Case("b", "Q2?", None, None),
+        Case("c", "Q3?", None, ()),
+    ]
+
+
+def test_blank_lines_are_skipped_and_line_numbers_kept(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id="a", question="Q1?"),
+        "",
+        "   ",
+        row(id="b", question="Q2?"),
+        "",
+    )
+    assert [c.id for c in load_cases(path)] == ["a", "b"]
+
+    bad = write_lines(tmp_path / "bad.jsonl", row(id="a", question="Q1?"), "", "", "{oops")
+    assert dataset_error(bad).startswith(f"{bad}:4: ")
+
+
+def test_malformed_json_line(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(id="a", question="Q?"), '{"id": "b",')
+    message = dataset_error(path)
+    assert message.startswith(f"{path}:2: not valid JSON")
+
+
+def test_duplicate_id_mentions_the_first_line(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id="a", question="Q1?"),
+        row(id="b", question="Q2?"),
+        row(id="a", question="Q3?"),
+    )
+    message = dataset_error(path)
+    assert message.startswith(f"{path}:3: duplicate id 'a'")
+    assert "first on line 1" in message
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"id": "a"},
+        {"id": "a", "question": ""},
+        {"id": "a", "question": "   "},
+        {"id": "a", "question": 3},
+    ],
+    ids=["absent", "empty", "blank", "not-a-string"],
+)
+def test_missing_question(tmp_path: Path, fields: dict[str, Any]) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", json.dumps(fields))
+    message = dataset_error(path)
+    assert message.startswith(f"{path}:1: missing 'question'")
+
+
+def test_missing_id(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(question="Q?"))
+    assert dataset_error(path).startswith(f"{path}:1: missing 'id'")
+
+
+def test_unknown_field(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id="a", question="Q?"),
+        row(id="b", question="Q?", answer="42"),
+    )
+    message = dataset_error(path)
+    assert message.startswith(f"{path}:2: unknown field(s) answer")
+    assert "allowed: id, question, reference, relevant_docs" in message
+
+
+@pytest.mark.parametrize("value", ["doc.md", {"doc.md": 1}, ["doc.md", 3]])
+def test_relevant_docs_must_be_a_list_of_strings(tmp_path: Path, value: Any) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(id="a", question="Q?", relevant_docs=value))
+    message = dataset_error(path)
+    assert message.startswith(f"{path}:1: ")
+    assert "'relevant_docs' must be a list" in message
+
+
+def test_reference_must_be_a_string(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(id="a", question="Q?", reference=["x"]))
+    assert dataset_error(path).startswith(f"{path}:1: 'reference' must be a string")
+
+
+def test_a_line_must_be_an_object(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", '["a", "Q?"]')
+    assert dataset_error(path).startswith(f"{path}:1: expected a JSON object, got list")
+
+
+def test_file_without_cases(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", "", "  ")
+    assert dataset_error(path).startswith(f"{path}: no cases")
+
+
+# -- load_corpus --------------------------------------------------------------------------
+
+
+def make_corpus(root: Path) -> Path:
+    (root / "guides" / "hiking").mkdir(parents=True)
+    (root / "a.md").write_text("# A\n\nAlpha.\n", encoding="utf-8")
+    (root / "b.txt").write_text("Bravo.\n", encoding="utf-8")
+    (root / "guides" / "c.md").write_text("Charlie.\n", encoding="utf-8")
+    (root / "guides" / "hiking" / "d.txt").write_text("Delta.\n", encoding="utf-8")
+    (root / "notes.rst").write_text("ignored", encoding="utf-8")
+    (root / "data.json").write_text("{}", encoding="utf-8")
+    (root / "guides" / "e.pdf").write_bytes(b"%PDF-1.4 ignored")
+    (root / "guides" / "hiking" / "README").write_text("ignored", encoding="utf-8")
+    return root
+
+
+def test_load_corpus_ids_are_relative_posix_paths(tmp_path: Path) -> None:
+    docs = load_corpus(make_corpus(tmp_path / "corpus"))
+    assert docs == {
+        "a.md": "# A\n\nAlpha.\n",
+        "b.txt": "Bravo.\n",
+        "guides/c.md": "Charlie.\n",
+        "guides/hiking/d.txt": "Delta.\n",
+    }
+
+
+def test_empty_folder_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    with pytest.raises(DatasetError, match=r"no \.md or \.txt documents") as info:
+        load_corpus(folder)
+    assert str(folder) in str(info.value)
+
+
+def test_folder_with_only_other_files_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "other"
+    folder.mkdir()
+    (folder / "x.pdf").write_bytes(b"%PDF")
+    (folder / "blank.md").write_text("  \n\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"no \.md or \.txt documents"):
+        load_corpus(folder)
+
+
+def test_non_utf8_document_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "latin"
+    folder.mkdir()
+    bad = folder / "caf\u00e9.md"
+    bad.write_bytes("Caf\u00e9 cr\u00e8me".encode("latin-1"))
+    with pytest.raises(DatasetError, match="not UTF-8") as info:
+        load_corpus(folder)
+    assert str(bad) in str(info.value)
+
+
+# -- load_dataset -------------------------------------------------------------------------
+
+
+def tiny_dataset(tmp_path: Path, **options: Any) -> DatasetConfig:
+    corpus = make_corpus(tmp_path / "corpus")
+    cases = write_lines(
+        tmp_path / "cases.jsonl",
+        *(row(id=f"q{i}", question=f"Question {i}?") for i in range(1, 6)),
+    )
+    return DatasetConfig(name="tiny", corpus=corpus, cases=cases, **options)
+
+
+def test_load_dataset(tmp_path: Path) -> None:
+    dataset = load_dataset(tiny_dataset(tmp_path))
+    assert dataset.name == "tiny"
+    assert len(dataset.documents) == 4
+    assert [c.id for c in dataset.cases] == ["q1", "q2", "q3", "q4", "q5"]
+
+
+def test_only_keeps_file_order(tmp_path: Path) -> None:
+    dataset = load_dataset(tiny_dataset(tmp_path, only=["q4", "q2"]))
+    assert [c.id for c in dataset.cases] == ["q2", "q4"]
+
+
+def test_only_with_unknown_id(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError) as info:
+        load_dataset(tiny_dataset(tmp_path, only=["q1", "q9"]))
+    message = str(info.value)
+    assert message.startswith("dataset.only: ")
+    assert "q9" in message
+    assert "q1" not in message.split(" in ")[0]
+
+
+def test_limit(tmp_path: Path) -> None:
+    assert [c.id for c in load_dataset(tiny_dataset(tmp_path, limit=2)).cases] == ["q1", "q2"]
+
+
+def test_limit_larger_than_the_set(tmp_path: Path) -> None:
+    assert len(load_dataset(tiny_dataset(tmp_path, limit=50)).cases) == 5
+
+
+def test_only_then_limit(tmp_path: Path) -> None:
+    dataset = load_dataset(tiny_dataset(tmp_path, only=["q5", "q3", "q1"], limit=2))
+    assert [c.id for c in dataset.cases] == ["q1", "q3"]
+
+
+# -- the bundled demo ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo() -> Dataset:
+    config = DatasetConfig(name="demo", corpus=DEMO / "corpus", cases=DEMO / "cases.jsonl")
+    return load_dataset(config)
+
+
+def test_demo_has_enough_documents_and_cases(demo: Dataset) -> None:
+    assert len(demo.documents) >= 15
+    assert len(demo.cases) >= 20
+    assert all(doc_id.endswith((".md", ".txt")) for doc_id in demo.documents)
+
+
+def test_demo_cases_are_complete(demo: Dataset) -> None:
+    for case in demo.cases:
+        assert case.id.strip(), case
+        assert case.question.strip(), case
+        assert case.reference is not None and case.reference.strip(), case.id
+        assert case.relevant_docs is not None, case.id
+        for doc_id in case.relevant_docs:
+            assert doc_id in demo.documents, f"{case.id}: {doc_id} is not in the corpus"
+
+
+def test_demo_has_unanswerable_cases(demo: Dataset) -> None:
+    unanswerable = [
+        c for c in demo.cases if c.relevant_docs is not None and len(c.relevant_docs) == 0
+    ]
+    assert len(unanswerable) >= 3
+
+
+def test_demo_ids_are_unique(demo: Dataset) -> None:
+    ids = [c.id for c in demo.cases]
+    assert len(ids) == len(set(ids))
+
+
+def test_fingerprint_is_stable_and_tracks_changes(tmp_path: Path, demo: Dataset) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEMO / "corpus", corpus)
+    config = DatasetConfig(name="demo", corpus=corpus, cases=DEMO / "cases.jsonl")
+    copied = load_dataset(config)
+    assert copied.fingerprint() == demo.fingerprint()
+    assert len(demo.fingerprint()) == 12
+
+    doc = sorted(corpus.glob("*.md"))[0]
+    doc.write_text(doc.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
+    changed = load_dataset(config)
+    assert changed.fingerprint() != demo.fingerprint()
+
+
+def test_fingerprint_tracks_cases(demo: Dataset) -> None:
+    fewer = Dataset(demo.name, demo.documents, demo.cases[:-1])
+    assert fewer.fingerprint() != demo.fingerprint()
+    edited = Dataset(
+        demo.name,
+        demo.documents,
+        [Case(demo.cases[0].id, demo.cases[0].question + " ", None, None), *demo.cases[1:]],
+    )
+    assert edited.fingerprint() != demo.fingerprint()

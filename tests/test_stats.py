@@ -1,0 +1,173 @@
+"""bootstrap_ci and summarize: means, intervals, label/parse/error counts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ragexp.results import CaseResult, MetricResult
+from ragexp.stats import MetricSummary, Summary, bootstrap_ci, summarize
+
+# -- bootstrap_ci -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.0, 1.0],
+        [1.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.5, 1.0],
+        [0.25, 0.5, 0.75, 1.0, 0.0, 0.75],
+        [0.0] * 9 + [1.0],
+        list(np.linspace(0, 1, 37)),
+    ],
+)
+def test_interval_contains_the_mean(values: list[float]) -> None:
+    low, high = bootstrap_ci(values)
+    mean = float(np.mean(values))
+    assert low <= mean <= high
+    assert min(values) <= low <= high <= max(values)
+
+
+def test_deterministic_with_the_same_seed() -> None:
+    values = [1.0, 0.5, 0.0, 1.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.0]
+    assert bootstrap_ci(values) == bootstrap_ci(values)
+    assert bootstrap_ci(values, seed=7) == bootstrap_ci(values, seed=7)
+    assert bootstrap_ci(values, seed=7) != bootstrap_ci(values, seed=8)
+
+
+@pytest.mark.parametrize("value", [0.0, 0.5, 1.0, 0.1])
+def test_all_equal_values_give_a_degenerate_interval(value: float) -> None:
+    low, high = bootstrap_ci([value] * 12)
+    assert low == high
+    assert low == pytest.approx(value)
+
+
+@pytest.mark.parametrize("value", [0.0, 0.75, 1.0])
+def test_single_value(value: float) -> None:
+    assert bootstrap_ci([value]) == (value, value)
+
+
+def test_no_values_is_nan() -> None:
+    low, high = bootstrap_ci([])
+    assert math.isnan(low) and math.isnan(high)
+
+
+def test_width_shrinks_with_more_data() -> None:
+    widths = []
+    for n in (10, 40, 160, 640):
+        low, high = bootstrap_ci([0.0, 1.0] * (n // 2))
+        widths.append(high - low)
+    assert widths == sorted(widths, reverse=True)
+    assert widths[-1] < widths[0] / 4
+
+
+def test_higher_confidence_is_wider() -> None:
+    values = [0.0, 1.0, 0.5, 1.0, 1.0, 0.0, 0.5, 1.0]
+    low90, high90 = bootstrap_ci(values, confidence=0.90)
+    low99, high99 = bootstrap_ci(values, confidence=0.99)
+    assert low99 <= low90 and high90 <= high99
+    assert (high99 - low99) > (high90 - low90)
+
+
+# -- summarize ----------------------------------------------------------------------------
+
+
+def case(case_id: str, error: str | None = None, **metrics: MetricResult) -> CaseResult:
+    return CaseResult(
+        case_id=case_id,
+        question=f"question {case_id}?",
+        answer=None if error else f"answer {case_id}",
+        metrics=metrics,
+        error=error,
+    )
+
+
+def faith(label: str, score: float, parse_ok: bool = True) -> MetricResult:
+    return MetricResult(score=score, label=label, raw=label, parse_ok=parse_ok)
+
+
+def relevance(grade: int | None) -> MetricResult:
+    if grade is None:
+        return MetricResult(score=0.0, label=None, raw="?", parse_ok=False)
+    return MetricResult(score=(grade - 1) / 4, label=str(grade), raw=str(grade))
+
+
+CASES = [
+    case("c1", faithfulness=faith("YES", 1.0), answer_relevance=relevance(5)),
+    case("c2", faithfulness=faith("PARTIAL", 0.5), answer_relevance=relevance(3)),
+    case("c3", faithfulness=faith("NO", 0.0, parse_ok=False), answer_relevance=relevance(None)),
+    case("c4", faithfulness=faith("YES", 1.0), answer_relevance=MetricResult(error="timeout")),
+    case(
+        "c5",
+        faithfulness=MetricResult(score=None, label=None, raw=None),
+        answer_relevance=relevance(4),
+    ),
+    case(
+        "c6",
+        faithfulness=MetricResult(score=1.0, label="YES", error="judge crashed", parse_ok=False),
+        answer_relevance=relevance(2),
+    ),
+    case("c7", error="generation failed: connection refused"),
+    case("c8", error="retrieval failed"),
+]
+
+
+@pytest.fixture(scope="module")
+def summary() -> Summary:
+    return summarize(CASES, ["faithfulness", "answer_relevance"])
+
+
+def test_case_and_error_counts(summary: Summary) -> None:
+    assert summary.n_cases == 8
+    assert summary.n_errors == 2
+    assert list(summary.metrics) == ["faithfulness", "answer_relevance"]
+
+
+def test_faithfulness_summary(summary: Summary) -> None:
+    f = summary.metrics["faithfulness"]
+    assert isinstance(f, MetricSummary)
+    # scored: c1 1.0, c2 0.5, c3 0.0, c4 1.0 (c5 unscored, c6 errored, c7/c8 failed cases)
+    assert f.n == 4
+    assert f.mean == pytest.approx(2.5 / 4)
+    assert f.n_unscored == 1
+    assert f.label_counts == {"NO": 1, "PARTIAL": 1, "YES": 2}
+    assert f.parse_failures == 1
+    assert f.errors == 1
+    assert f.ci_low is not None and f.ci_high is not None
+    assert (f.ci_low, f.ci_high) == bootstrap_ci([1.0, 0.5, 0.0, 1.0])
+    assert f.ci_low <= f.mean <= f.ci_high
+
+
+def test_answer_relevance_summary(summary: Summary) -> None:
+    r = summary.metrics["answer_relevance"]
+    # c1 5 -> 1.0, c2 3 -> 0.5, c3 unparsed -> 0.0, c5 4 -> 0.75, c6 2 -> 0.25; c4 errored
+    assert r.n == 5
+    assert r.mean == pytest.approx((1.0 + 0.5 + 0.0 + 0.75 + 0.25) / 5)
+    assert r.n_unscored == 0
+    assert r.label_counts == {"2": 1, "3": 1, "4": 1, "5": 1}
+    assert r.parse_failures == 1
+    assert r.errors == 1
+
+
+def test_metric_nobody_scored() -> None:
+    cases = [case("a", error="boom"), case("b", faithfulness=MetricResult(error="x"))]
+    summary = summarize(cases, ["faithfulness", "context_recall"])
+    f = summary.metrics["faithfulness"]
+    assert (f.mean, f.ci_low, f.ci_high, f.n, f.errors) == (None, None, None, 0, 1)
+    c = summary.metrics["context_recall"]
+    assert (c.mean, c.n, c.errors, c.label_counts) == (None, 0, 0, {})
+    assert summary.n_errors == 1
+
+
+def test_single_scored_case_has_degenerate_interval() -> None:
+    summary = summarize([case("a", faithfulness=faith("PARTIAL", 0.5))], ["faithfulness"])
+    f = summary.metrics["faithfulness"]
+    assert (f.mean, f.ci_low, f.ci_high) == (0.5, 0.5, 0.5)
+
+
+def test_summary_serialises() -> None:
+    summary = summarize(CASES, ["faithfulness"])
+    again = Summary.model_validate_json(summary.model_dump_json())
+    assert again == summary

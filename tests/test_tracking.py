@@ -1,0 +1,68 @@
+"""MLflow logging details that the end-to-end tests do not pin down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragexp.results import CaseResult, MetricResult
+from ragexp.stats import MetricSummary, Summary
+from ragexp.tracking import REDACTED, RunRecord, case_table, flatten, metric_values
+
+
+def test_flatten_uses_dotted_keys() -> None:
+    assert flatten({"a": {"b": 1, "c": {"d": None}}, "e": [1, 2]}) == {
+        "a.b": "1",
+        "a.c.d": "None",
+        "e": "[1, 2]",
+    }
+
+
+def test_secrets_are_redacted_but_the_variable_name_is_kept() -> None:
+    flat = flatten(
+        {"generator": {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-123", "token": "t"}}
+    )
+    assert flat["generator.api_key_env"] == "OPENAI_API_KEY"
+    assert flat["generator.api_key"] == REDACTED
+    assert flat["generator.token"] == REDACTED
+    assert "sk-123" not in str(flat)
+
+
+def _record() -> RunRecord:
+    summary = Summary(
+        n_cases=3,
+        n_errors=0,
+        metrics={
+            "faithfulness": MetricSummary(
+                mean=0.5, ci_low=0.0, ci_high=1.0, n=3, n_unscored=0,
+                label_counts={"NO": 1, "PARTIAL": 1, "YES": 1}, parse_failures=1, errors=0,
+            ),
+            "hit_rate": MetricSummary(
+                mean=None, ci_low=None, ci_high=None, n=0, n_unscored=3,
+                label_counts={}, parse_failures=0, errors=0,
+            ),
+        },
+    )  # fmt: skip
+    return RunRecord(summary, {}, {}, 1.5, 9, "h", "p", [Path("x")])
+
+
+def test_metric_names_follow_mlflow_genai() -> None:
+    values = metric_values(_record())
+    assert values["faithfulness/mean"] == 0.5
+    assert (values["faithfulness/ci_low"], values["faithfulness/ci_high"]) == (0.0, 1.0)
+    assert values["faithfulness/rate_YES"] == values["faithfulness/rate_NO"] == 1 / 3
+    assert values["faithfulness/parse_failures"] == 1
+    assert "hit_rate/mean" not in values and values["hit_rate/n"] == 0
+    assert (values["n_cases"], values["wall_time_s"], values["llm_calls"]) == (3, 1.5, 9)
+
+
+def test_case_table_has_one_row_per_case() -> None:
+    cases = [
+        CaseResult(case_id="a", question="q", answer="x",
+                   metrics={"faithfulness": MetricResult(score=1.0, label="YES")}),
+        CaseResult(case_id="b", question="q", error="boom"),
+    ]  # fmt: skip
+    table = case_table(cases)
+    assert table["case_id"] == ["a", "b"]
+    assert table["faithfulness/label"] == ["YES", ""]
+    assert table["faithfulness/score"] == [1.0, None]
+    assert table["error"] == ["", "boom"]
