@@ -30,6 +30,15 @@ def test_long_flag_and_duplicates_collapse_to_one() -> None:
     assert normalize_argv(argv) == ["ragexp", "--multirun", "a=1", "b=2"]
 
 
+def test_metric_options_keys_are_added_not_overridden() -> None:
+    argv = ["ragexp", "metric_options.citation_accuracy.require_citations=true", "top=1"]
+    assert normalize_argv(argv) == [
+        "ragexp",
+        "++metric_options.citation_accuracy.require_citations=true",
+        "top=1",
+    ]
+
+
 def test_hydra_messages_fold_to_one_line() -> None:
     message = (
         "In 'config': Could not find 'retriever/foo'\n\n"

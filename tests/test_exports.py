@@ -14,9 +14,10 @@ def test_public_api() -> None:
     assert set(ragexp.__all__) == {
         "Backend", "BackendError", "BackendSpec", "BackendUnavailable", "CaseEnd", "CaseResult",
         "Completion", "ConfigError", "DatasetError", "Judge", "LLMConfig", "Metric",
-        "MetricError", "MetricResult", "ModelNotFound", "PluginError", "RagexpError", "Retriever",
+        "MetricError", "MetricResult", "ModelNotFound", "PluginError", "RagexpError",
+        "RegisterMetric", "Retriever",
         "RetrieverSpec", "RetrievedChunk", "RunConfig", "RunEnd", "RunStart", "Sample",
-        "__version__", "hookimpl",
+        "__version__", "hookimpl", "strip_reasoning",
     }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from ragexp.errors import (
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.hookspecs import hookimpl
 from ragexp.llm.base import Backend, BackendSpec, Completion
-from ragexp.metrics import Judge, Metric, Sample
+from ragexp.metrics import Judge, Metric, RegisterMetric, Sample, strip_reasoning
 from ragexp.results import CaseResult, MetricResult, RetrievedChunk
 from ragexp.retrieval.base import Retriever, RetrieverSpec
 
@@ -38,6 +38,7 @@ __all__ = [
     "ModelNotFound",
     "PluginError",
     "RagexpError",
+    "RegisterMetric",
     "RetrievedChunk",
     "Retriever",
     "RetrieverSpec",
@@ -47,4 +48,5 @@ __all__ = [
     "Sample",
     "__version__",
     "hookimpl",
+    "strip_reasoning",
 ]

@@ -152,14 +152,14 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
         env["OLLAMA_HOST"] = server.url
         required = run_ragexp(
             *common,
-            "+metric_options.citation_accuracy.require_citations=true",
+            "metric_options.citation_accuracy.require_citations=true",
             "hydra.run.dir=outputs/required",
             cwd=tmp_path,
             env=env,
         )
         bogus = run_ragexp(
             *common,
-            "+metric_options.citation_accuracy.strict=true",
+            "metric_options.citation_accuracy.strict=true",
             "hydra.run.dir=outputs/bogus",
             cwd=tmp_path,
             env=env,
