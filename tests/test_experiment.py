@@ -165,3 +165,35 @@ def test_missing_model_says_ollama_pull(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "run `ollama pull qwen2.5:7b`" in result.stderr.strip().splitlines()[-1]
+
+
+def test_retrieval_metrics_everywhere(tmp_path: Path) -> None:
+    with FakeOllama(models=MODELS) as server:
+        result = run_ragexp(
+            "llm=ollama",
+            "dataset.only=[demo-01,demo-21]",
+            "metrics=[faithfulness,hit_rate,mrr,context_recall]",
+            "hydra.run.dir=outputs/run",
+            cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )
+        assert len(server.requests_to("/api/chat")) == 2 * 2  # retrieval metrics ask no judge
+    assert result.returncode == 0, result.stderr
+    run_dir = tmp_path / "outputs/run"
+    cases = {
+        c["case_id"]: c
+        for c in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())
+    }
+    answerable, unanswerable = cases["demo-01"]["metrics"], cases["demo-21"]["metrics"]
+    assert answerable["hit_rate"]["score"] == 1.0 and answerable["mrr"]["score"] == 1.0
+    assert answerable["context_recall"]["label"] == "1/1"
+    assert unanswerable["hit_rate"]["score"] is None  # no relevant_docs: unscored
+    summary = json.loads((run_dir / "summary.json").read_text())["metrics"]
+    assert summary["hit_rate"]["mean"] == 1.0
+    assert (summary["hit_rate"]["n"], summary["hit_rate"]["n_unscored"]) == (1, 1)
+    report = (run_dir / "report.md").read_text()
+    assert "| hit_rate | 1.000 | 1.000 – 1.000 | 1 (+1 unscored) |" in report
+    [run] = mlflow_runs(tmp_path)
+    assert run.data.metrics["mrr/mean"] == 1.0
+    assert run.data.metrics["context_recall/n"] == 1
+    assert run.data.tags["self_judge"] == "true"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ragexp.config import RunConfig
 from ragexp.results import CaseResult
@@ -26,10 +26,18 @@ def faithfulness_reading(mean: float) -> str:
     raise AssertionError("unreachable")
 
 
-def warnings_for(config: RunConfig, backends: dict[str, str]) -> list[str]:
+def is_self_judge(config: RunConfig, backends: Mapping[str, str]) -> bool:
+    """The generator's own model judges its answers (same model name on the same backend)."""
+    return (config.generator.model, backends.get("generator")) == (
+        config.judge.model,
+        backends.get("judge"),
+    )
+
+
+def warnings_for(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
     notes: list[str] = []
-    gen, judge = config.generator, config.judge
-    if (gen.model, backends.get("generator")) == (judge.model, backends.get("judge")):
+    judge = config.judge
+    if is_self_judge(config, backends):
         notes.append(
             f"**Self-judge:** `{judge.model}` judges its own answers. Models are lenient with "
             "their own output, so absolute scores run high; compare runs that share this "

@@ -17,6 +17,7 @@ from typing import Any
 
 from ragexp.config import RunConfig
 from ragexp.errors import ConfigError
+from ragexp.report import is_self_judge
 from ragexp.results import CaseResult, LLMCall
 from ragexp.stats import Summary
 
@@ -101,7 +102,7 @@ def log_run(
     tags = {
         "generator": config.generator.model,
         "judge": config.judge.model,
-        "self_judge": str(_self_judge(config, record.backends)).lower(),
+        "self_judge": str(is_self_judge(config, record.backends)).lower(),
         "generator_backend": record.backends.get("generator", ""),
         "judge_backend": record.backends.get("judge", ""),
         "generator_model_id": record.model_ids.get("generator", ""),
@@ -225,13 +226,6 @@ def _call_span(mlflow: Any, root: Any, call: LLMCall) -> int:
     )
     span.end(outputs={"text": call.text}, end_time_ns=end_ns)
     return end_ns
-
-
-def _self_judge(config: RunConfig, backends: Mapping[str, str]) -> bool:
-    return (config.generator.model, backends.get("generator")) == (
-        config.judge.model,
-        backends.get("judge"),
-    )
 
 
 def _metric_key(label: str) -> str:

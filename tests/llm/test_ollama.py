@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import warnings
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
+from tests.backend_run import run
 
 import ragexp.llm.http
 from ragexp.config import DEFAULT_OLLAMA_URL, LLMConfig, ollama_host_url
@@ -27,7 +27,6 @@ URL = "http://ollama.test:11434"
 DIGEST = "a" * 64
 OTHER_DIGEST = "b" * 64
 
-T = TypeVar("T")
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
@@ -35,16 +34,6 @@ def make(handler: Handler, **config: Any) -> OllamaBackend:
     config.setdefault("model", "qwen2.5:7b")
     config.setdefault("base_url", URL)
     return OllamaBackend(LLMConfig(**config), transport=httpx.MockTransport(handler))
-
-
-def run(backend: OllamaBackend, call: Callable[[OllamaBackend], Awaitable[T]]) -> T:
-    async def go() -> T:
-        try:
-            return await call(backend)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
 
 
 def tags(*entries: tuple[str, str]) -> dict[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import httpx
 import pytest
+from tests.backend_run import run
 from tests.ollama_server import EMBED_DIM, FakeOllama, default_responder, hashed_embedding
 
 import ragexp.llm.http
@@ -18,8 +19,6 @@ from ragexp.default_plugins.answer_relevance import PROMPT as RELEVANCE_PROMPT
 from ragexp.default_plugins.faithfulness import PROMPT as FAITHFULNESS_PROMPT
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound, RagexpWarning
 from ragexp.llm.ollama import OllamaBackend
-
-T = TypeVar("T")
 
 MODELS: dict[str, dict[str, Any] | None] = {
     "qwen2.5:7b": {"family": "qwen2", "parameter_size": "7.6B"},
@@ -42,16 +41,6 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def backend_for(server: FakeOllama, model: str = "qwen2.5:7b", **config: Any) -> OllamaBackend:
     return OllamaBackend(LLMConfig(model=model, base_url=server.url, timeout_s=10, **config))
-
-
-def run(backend: OllamaBackend, call: Callable[[OllamaBackend], Awaitable[T]]) -> T:
-    async def go() -> T:
-        try:
-            return await call(backend)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
 
 
 def user(text: str) -> list[dict[str, str]]:

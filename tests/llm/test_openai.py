@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import traceback
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
+from tests.backend_run import run
 
 import ragexp.llm.http
 from ragexp.config import LLMConfig
@@ -20,7 +20,6 @@ URL = "http://vllm.test:8000/v1"
 SECRET = "sk-test-0123456789abcdef-SECRET"
 KEY_ENV = "RAGEXP_TEST_OPENAI_KEY"
 
-T = TypeVar("T")
 Handler = Callable[[httpx.Request], httpx.Response]
 USER = [{"role": "user", "content": "When does the park open?"}]
 
@@ -30,16 +29,6 @@ def make(handler: Handler, **config: Any) -> OpenAIBackend:
     config.setdefault("model", "Qwen/Qwen2.5-7B-Instruct")
     config.setdefault("base_url", URL)
     return OpenAIBackend(LLMConfig(**config), transport=httpx.MockTransport(handler))
-
-
-def run(backend: OpenAIBackend, call: Callable[[OpenAIBackend], Awaitable[T]]) -> T:
-    async def go() -> T:
-        try:
-            return await call(backend)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
 
 
 def completion(content: str | None = "Six in the morning.", **extra: Any) -> dict[str, Any]:

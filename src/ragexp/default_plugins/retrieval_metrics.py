@@ -14,66 +14,55 @@ from ragexp.metrics import Judge, RegisterMetric, Sample
 from ragexp.results import MetricResult
 
 
-def _ranked_docs(sample: Sample) -> list[str]:
-    """Distinct doc ids in retrieval order (several chunks may come from one document)."""
-    return list(dict.fromkeys(c.doc_id for c in sample.contexts))
+class _RetrievalMetric:
+    """Shared shape: rank the retrieved documents, skip cases with no relevant docs."""
+
+    name = ""
+    version = "1"
+    needs_judge = False
+
+    async def score(
+        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+    ) -> MetricResult:
+        if not sample.relevant_docs:
+            return MetricResult(score=None, label="no_relevant_docs")
+        # Distinct doc ids in retrieval order (several chunks may come from one document).
+        ranked = list(dict.fromkeys(c.doc_id for c in sample.contexts))
+        return self.rate(ranked, set(sample.relevant_docs))
+
+    def rate(self, ranked: list[str], relevant: set[str]) -> MetricResult:
+        raise NotImplementedError
 
 
-def _unscorable(sample: Sample) -> MetricResult | None:
-    if not sample.relevant_docs:
-        return MetricResult(score=None, label="no_relevant_docs")
-    return None
-
-
-class HitRate:
+class HitRate(_RetrievalMetric):
     """1 if any relevant document is among the retrieved chunks, else 0."""
 
     name = "hit_rate"
-    version = "1"
-    needs_judge = False
 
-    async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
-    ) -> MetricResult:
-        if skipped := _unscorable(sample):
-            return skipped
-        hit = bool(set(_ranked_docs(sample)) & set(sample.relevant_docs or ()))
+    def rate(self, ranked: list[str], relevant: set[str]) -> MetricResult:
+        hit = bool(relevant.intersection(ranked))
         return MetricResult(score=float(hit), label="HIT" if hit else "MISS")
 
 
-class MRR:
+class MRR(_RetrievalMetric):
     """Reciprocal rank of the first relevant document (by document, best chunk first)."""
 
     name = "mrr"
-    version = "1"
-    needs_judge = False
 
-    async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
-    ) -> MetricResult:
-        if skipped := _unscorable(sample):
-            return skipped
-        relevant = set(sample.relevant_docs or ())
-        for rank, doc_id in enumerate(_ranked_docs(sample), start=1):
+    def rate(self, ranked: list[str], relevant: set[str]) -> MetricResult:
+        for rank, doc_id in enumerate(ranked, start=1):
             if doc_id in relevant:
                 return MetricResult(score=1.0 / rank, label=f"rank {rank}")
         return MetricResult(score=0.0, label="not retrieved")
 
 
-class ContextRecall:
+class ContextRecall(_RetrievalMetric):
     """Share of the relevant documents that were retrieved."""
 
     name = "context_recall"
-    version = "1"
-    needs_judge = False
 
-    async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
-    ) -> MetricResult:
-        if skipped := _unscorable(sample):
-            return skipped
-        relevant = set(sample.relevant_docs or ())
-        found = len(relevant & set(_ranked_docs(sample)))
+    def rate(self, ranked: list[str], relevant: set[str]) -> MetricResult:
+        found = len(relevant.intersection(ranked))
         return MetricResult(score=found / len(relevant), label=f"{found}/{len(relevant)}")
 
 
