@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -326,6 +327,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
     fake: FakeOllama
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer (an interrupted run) is not a server error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _reason(status: int) -> str:

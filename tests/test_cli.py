@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,14 @@ def test_help_describes_groups_and_examples(tmp_path: Path) -> None:
         assert group in out
     assert "generator: embedded, ollama, openai" in out
     assert "python -m ragexp judge.model=qwen2.5:7b -m retriever.top_k=3,5,8" in out
+
+
+def test_console_script_is_the_same_app(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "ragexp"
+    assert script.is_file(), "the `ragexp` console script is installed next to python"
+    via_script = subprocess.run(
+        [str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    via_module = run_ragexp("--help", cwd=tmp_path, timeout=120)
+    assert via_script.returncode == 0
+    assert via_script.stdout == via_module.stdout

@@ -181,8 +181,7 @@ def test_retrieval_metrics_everywhere(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     run_dir = tmp_path / "outputs/run"
     cases = {
-        c["case_id"]: c
-        for c in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())
+        c["case_id"]: c for c in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())
     }
     answerable, unanswerable = cases["demo-01"]["metrics"], cases["demo-21"]["metrics"]
     assert answerable["hit_rate"]["score"] == 1.0 and answerable["mrr"]["score"] == 1.0
@@ -197,3 +196,33 @@ def test_retrieval_metrics_everywhere(tmp_path: Path) -> None:
     assert run.data.metrics["mrr/mean"] == 1.0
     assert run.data.metrics["context_recall/n"] == 1
     assert run.data.tags["self_judge"] == "true"
+
+
+def test_interrupted_run_keeps_finished_cases(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with FakeOllama(models=MODELS, delay_s=0.3) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragexp", "llm=ollama", "hydra.run.dir=outputs/run"],
+            cwd=tmp_path,
+            env={**os.environ, "OLLAMA_HOST": server.url, "RAGEXP_LOAD_PLUGINS": ""},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        cases = tmp_path / "outputs/run/cases.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if cases.exists() and len(cases.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in stderr
+    assert "ragexp: interrupted; finished cases are kept in" in stderr
+    kept = [json.loads(line) for line in cases.read_text().splitlines()]
+    assert 2 <= len(kept) < 24 and all(c["answer"] for c in kept)
