@@ -124,9 +124,9 @@ class RetrieverConfig(StrictModel):
     kind: str = "bm25"
     """`bm25` (no model needed) or `dense` (embeddings from `embedder`)."""
     top_k: int = Field(5, ge=1, le=100)
-    chunk_size: int = Field(120, ge=10)
+    chunk_size: int = Field(80, ge=10)
     """Chunk length in words."""
-    chunk_overlap: int = Field(20, ge=0)
+    chunk_overlap: int = Field(15, ge=0)
     """Words shared by consecutive chunks."""
     embedder: EmbedderConfig = EmbedderConfig()
 
