@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("RAGEXP_LOAD_PLUGINS", "")
+os.environ["RAGEXP_LOAD_PLUGINS"] = ""
 os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
 
 REPO = Path(__file__).resolve().parents[1]

@@ -75,7 +75,8 @@ def run_job(
         wall_s=outcome.wall_s,
         llm_calls=outcome.llm_calls,
     )
-    paths = write_outputs(run_dir, outcome.cases, summary, report)
+    resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(resolved))
+    paths = write_outputs(run_dir, outcome.cases, summary, report, resolved_yaml)
     reg.notify(
         "ragexp_run_end",
         event=RunEnd(
@@ -89,10 +90,9 @@ def run_job(
             resolved,
             outcome,
             summary,
-            run_dir,
-            paths.values(),
+            list(paths.values()),
             run_name,
-            dataset_hash=dataset.fingerprint(),
+            dataset.fingerprint(),
         )
         print(
             f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}", file=sys.stderr
@@ -105,16 +105,12 @@ def _track(
     resolved: dict[str, Any],
     outcome: RunOutcome,
     summary: Summary,
-    run_dir: Path,
-    artifacts: Any,
+    artifacts: list[Path],
     run_name: str,
-    *,
     dataset_hash: str,
 ) -> str:
     from ragexp.tracking import RunRecord, log_run
 
-    resolved_file = run_dir / "config.resolved.yaml"
-    resolved_file.write_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), encoding="utf-8")
     prompt = f"{config.prompt.system}\n---\n{config.prompt.template}"
     record = RunRecord(
         summary=summary,
@@ -124,7 +120,7 @@ def _track(
         llm_calls=outcome.llm_calls,
         dataset_hash=dataset_hash,
         prompt_hash=hashlib.sha256(prompt.encode()).hexdigest()[:12],
-        artifacts=[*artifacts, resolved_file],
+        artifacts=artifacts,
     )
     return log_run(config, resolved, outcome.cases, record, run_name=run_name)
 

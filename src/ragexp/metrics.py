@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,8 +22,13 @@ class Sample:
     relevant_docs: tuple[str, ...] | None = None
 
     def context_text(self) -> str:
-        """The retrieved chunks as the judge sees them, each under its source id."""
-        return "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in self.contexts)
+        """The retrieved chunks as the generator saw them, each under its `[doc_id]`."""
+        return format_context(self.contexts)
+
+
+def format_context(chunks: Sequence[RetrievedChunk]) -> str:
+    """Chunks joined for a prompt, each preceded by its source id in brackets."""
+    return "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
 
 
 THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)

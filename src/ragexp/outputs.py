@@ -1,4 +1,5 @@
-"""The files a run writes in its Hydra run dir: cases.jsonl, summary.json, report.md.
+"""The files a run writes in its Hydra run dir: cases.jsonl, summary.json, report.md and
+config.resolved.yaml (the validated config, interpolations resolved).
 
 ``cases.jsonl`` grows one line per case as cases finish, so an interrupted run keeps what it
 computed; at the end it is rewritten in dataset order.
@@ -17,6 +18,7 @@ from ragexp.stats import Summary
 CASES_FILE = "cases.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
+CONFIG_FILE = "config.resolved.yaml"
 
 
 def case_line(case: CaseResult) -> str:
@@ -39,13 +41,16 @@ class CaseLog:
 
 
 def write_outputs(
-    run_dir: Path, cases: Sequence[CaseResult], summary: Summary, report: str
+    run_dir: Path, cases: Sequence[CaseResult], summary: Summary, report: str, config_yaml: str
 ) -> dict[str, Path]:
+    """Write the run's files; returns their paths by kind."""
     paths = {
         "cases": run_dir / CASES_FILE,
         "summary": run_dir / SUMMARY_FILE,
         "report": run_dir / REPORT_FILE,
+        "config": run_dir / CONFIG_FILE,
     }
+    paths["config"].write_text(config_yaml, encoding="utf-8")
     paths["cases"].write_text("".join(case_line(c) for c in cases), encoding="utf-8")
     paths["summary"].write_text(json.dumps(summary.model_dump(), indent=2) + "\n", encoding="utf-8")
     paths["report"].write_text(report, encoding="utf-8")

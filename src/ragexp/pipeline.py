@@ -15,7 +15,7 @@ from ragexp.dataset import Case, Dataset
 from ragexp.errors import RagexpError
 from ragexp.llm.base import Endpoint, Message
 from ragexp.llm.pool import EndpointPool
-from ragexp.metrics import Judge, Metric, Sample
+from ragexp.metrics import Judge, Metric, Sample, format_context
 from ragexp.plugins import Registry
 from ragexp.results import CaseResult, LLMCall, MetricResult, RetrievedChunk
 from ragexp.retrieval.base import Retriever
@@ -115,7 +115,7 @@ def render_prompt(
     config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]
 ) -> list[Message]:
     """The generator's messages: the prompt variant filled with the question and the chunks."""
-    context = "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
+    context = format_context(chunks)
     user = config.prompt.template.replace("{context}", context).replace("{question}", question)
     messages: list[Message] = []
     if config.prompt.system:
