@@ -408,6 +408,10 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/api/chat"): self._chat,
             ("POST", "/api/embed"): self._embed,
             ("POST", "/api/embeddings"): self._embeddings,
+            # Ollama's OpenAI-compatible API
+            ("GET", "/v1/models"): self._v1_models,
+            ("POST", "/v1/chat/completions"): self._v1_chat,
+            ("POST", "/v1/embeddings"): self._v1_embeddings,
         }
         handler = routes.get((method, path))
         if handler is None:
@@ -573,6 +577,56 @@ class _Handler(BaseHTTPRequestHandler):
         last = self._chunk(name, "", done=True)
         last.update(final)
         self._send_stream([*chunks, last])
+
+    def _v1_models(self, _: Any) -> None:
+        data = [
+            {"id": m.name, "object": "model", "created": 0, "owned_by": "library"}
+            for m in self.server.fake.models.values()
+        ]
+        self._send(200, {"object": "list", "data": data})
+
+    def _v1_model(self, body: Mapping[str, Any]) -> tuple[str, FakeModel]:
+        try:
+            return self._model(body)
+        except _HTTPError as exc:  # OpenAI's error shape
+            message = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
+            raise _HTTPError(exc.status, {"error": {"message": message, "type": "api_error"}})
+
+    def _v1_chat(self, body: Mapping[str, Any]) -> None:
+        name, _ = self._v1_model(body)
+        messages = body.get("messages") or []
+        reply = str(self.server.fake.responder(name, messages))
+        prompt_tokens = sum(count_tokens(str(m.get("content", ""))) + 4 for m in messages)
+        self._send(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": name,
+                "system_fingerprint": "fp_ollama",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": max(1, len(reply.split())),
+                    "total_tokens": prompt_tokens + max(1, len(reply.split())),
+                },
+            },
+        )
+
+    def _v1_embeddings(self, body: Mapping[str, Any]) -> None:
+        name, model = self._v1_model(body)
+        raw = body.get("input", [])
+        texts = [raw] if isinstance(raw, str) else list(raw)
+        vectors = self._embed_texts(model, texts)
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        self._send(200, {"object": "list", "data": data, "model": name})
 
     def _embed_texts(self, model: FakeModel, texts: Sequence[str]) -> list[list[float]]:
         fake = self.server.fake

@@ -226,3 +226,41 @@ def test_interrupted_run_keeps_finished_cases(tmp_path: Path) -> None:
     assert "ragexp: interrupted; finished cases are kept in" in stderr
     kept = [json.loads(line) for line in cases.read_text().splitlines()]
     assert 2 <= len(kept) < 24 and all(c["answer"] for c in kept)
+
+
+def test_openai_compatible_server_and_dense_retrieval(tmp_path: Path) -> None:
+    """Generator and judge over `/v1` (as Ollama, vLLM or llama.cpp's server serve it), dense
+    retrieval over `/v1/embeddings`, the API key read from the variable `api_key_env` names."""
+    with FakeOllama(models=[*MODELS, "nomic-embed-text"]) as server:
+        v1 = f"{server.url}/v1"
+        result = run_ragexp(
+            "generator=openai",
+            "generator.model=llama3.2:3b",
+            f"generator.base_url={v1}",
+            "generator.api_key_env=RAGEXP_TEST_KEY",
+            "judge=openai",
+            "judge.model=qwen2.5:7b",
+            f"judge.base_url={v1}",
+            "retriever=dense",
+            "retriever.embedder.backend=openai",
+            f"retriever.embedder.base_url={v1}",
+            "dataset.limit=2",
+            "hydra.run.dir=outputs/run",
+            cwd=tmp_path,
+            env={"RAGEXP_TEST_KEY": "sk-secret-123"},
+        )
+        chats = server.requests_to("/v1/chat/completions")
+        embeds = server.requests_to("/v1/embeddings")
+    assert result.returncode == 0, result.stderr
+    assert len(chats) == 2 * 3 and embeds  # corpus indexed, then one query per case
+    generations = [r for r in chats if r.body["model"] == "llama3.2:3b"]
+    assert all(r.headers["Authorization"] == "Bearer sk-secret-123" for r in generations)
+    run_dir = tmp_path / "outputs/run"
+    case = json.loads((run_dir / "cases.jsonl").read_text().splitlines()[0])
+    assert case["metrics"]["faithfulness"]["label"] == "YES"
+    assert -1.0 <= case["retrieved"][0]["score"] <= 1.0  # cosine similarity
+    [run] = mlflow_runs(tmp_path)
+    assert run.data.params["generator.api_key_env"] == "RAGEXP_TEST_KEY"
+    assert run.data.params["retriever.kind"] == "dense"
+    everything = "".join(p.read_text() for p in run_dir.rglob("*") if p.is_file())
+    assert "sk-secret-123" not in everything + result.stderr + str(run.data)

@@ -359,3 +359,11 @@ def test_secret_not_in_config_errors(secret: str, monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ConfigError) as info:
         make(lambda r: httpx.Response(200), api_key_env=KEY_ENV)
     assert_no_secret(info.value)
+
+
+def test_preflight_accepts_ollama_latest_tag() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"data": [{"id": "nomic-embed-text:latest"}]})
+
+    backend = make(handler, model="nomic-embed-text")
+    assert run(backend, lambda b: b.preflight()) == "nomic-embed-text"

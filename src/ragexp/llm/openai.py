@@ -55,7 +55,9 @@ class OpenAIBackend:
                 return self.model_id
             raise
         served = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
-        if served and self.config.model not in served:
+        # Ollama's /v1 lists `name:latest` for a model pulled without a tag.
+        wanted = {self.config.model, f"{self.config.model}:latest"}
+        if served and not wanted & set(served):
             raise ModelNotFound(
                 f"model '{self.config.model}' is not served at {self.url}; "
                 f"served: {', '.join(served[:10])}"
