@@ -590,7 +590,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._model(body)
         except _HTTPError as exc:  # OpenAI's error shape
             message = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
-            raise _HTTPError(exc.status, {"error": {"message": message, "type": "api_error"}})
+            error = {"error": {"message": message, "type": "api_error"}}
+            raise _HTTPError(exc.status, error) from None
 
     def _v1_chat(self, body: Mapping[str, Any]) -> None:
         name, _ = self._v1_model(body)

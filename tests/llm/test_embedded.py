@@ -11,6 +11,7 @@ import pytest
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound
 from ragexp.llm import embedded
+from ragexp.llm.base import Completion
 from ragexp.llm.embedded import EmbeddedBackend, gguf_path
 
 
@@ -52,13 +53,14 @@ def test_embedded_cannot_embed() -> None:
 def test_real_chat_reports_tokens_latency_and_sha256() -> None:
     backend = EmbeddedBackend(LLMConfig(model="smollm2:135m", max_tokens=16))
 
-    async def go() -> tuple[str, object]:
+    async def go() -> tuple[str, Completion]:
         model_id = await backend.preflight()
         return model_id, await backend.chat([{"role": "user", "content": "Say hello."}])
 
     model_id, completion = asyncio.run(go())
     assert model_id.startswith("sha256:") and len(model_id) == len("sha256:") + 64
-    assert completion.model_id == model_id  # type: ignore[attr-defined]
-    assert completion.text.strip()  # type: ignore[attr-defined]
-    assert completion.prompt_tokens > 0 and 0 < completion.completion_tokens <= 16  # type: ignore[attr-defined]
-    assert completion.latency_s > 0  # type: ignore[attr-defined]
+    assert completion.model_id == model_id
+    assert completion.text.strip()
+    assert completion.prompt_tokens and completion.prompt_tokens > 0
+    assert completion.completion_tokens and 0 < completion.completion_tokens <= 16
+    assert completion.latency_s > 0

@@ -127,7 +127,7 @@ class EmbeddedBackend:
         with model.lock:
             start = time.perf_counter()
             try:
-                out: dict[str, Any] = model.llama.create_chat_completion(**kwargs)  # type: ignore[assignment]
+                out: Any = model.llama.create_chat_completion(**kwargs)  # not streaming: a dict
             except ValueError as exc:  # e.g. prompt longer than the context window
                 raise BackendError(f"embedded model: {exc}; raise num_ctx or lower top_k") from None
             latency = time.perf_counter() - start
