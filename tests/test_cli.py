@@ -109,3 +109,14 @@ def test_console_script_is_the_same_app(tmp_path: Path) -> None:
     via_module = run_ragexp("--help", cwd=tmp_path, timeout=120)
     assert via_script.returncode == 0
     assert via_script.stdout == via_module.stdout
+
+
+def test_cfg_prints_the_composed_config_and_folds_errors(tmp_path: Path) -> None:
+    shown = run_ragexp("--cfg", "job", "retriever.top_k=3", cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0 and "top_k: 3" in shown.stdout
+    bad = run_ragexp("--cfg", "job", "retriever.topk=3", cwd=tmp_path, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "ragexp: error: Could not override 'retriever.topk'; "
+        "To append to your config use +retriever.topk=3"
+    ]

@@ -58,17 +58,25 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
 
 def check_command(argv: Sequence[str]) -> None:
     """Compose and validate every job the command would run; raise `ConfigError` on the first bad
-    one. Commands that only print (help, --cfg, --info, completion) are left to Hydra."""
+    one. `--cfg` and `--info` are only composed; help and completion are left to Hydra."""
     from hydra._internal.utils import get_args_parser
 
     args, _ = get_args_parser().parse_known_args(list(argv[1:]))
-    if args.help or args.hydra_help or args.info or args.shell_completion or args.cfg:
+    if args.help or args.hydra_help or args.shell_completion:
         return
-    for overrides in _job_overrides(args.overrides or [], multirun=bool(args.multirun)):
-        _check_job(overrides, args.config_name or "config", args.config_dir)
+    inspect_only = bool(args.cfg or args.info)  # printing a config: compose it, don't validate
+    jobs = _job_overrides(
+        args.overrides or [], multirun=bool(args.multirun), let_unknown_keys=not inspect_only
+    )
+    for overrides in jobs:
+        _check_job(
+            overrides, args.config_name or "config", args.config_dir, validate=not inspect_only
+        )
 
 
-def _job_overrides(overrides: list[str], *, multirun: bool) -> list[list[str]]:
+def _job_overrides(
+    overrides: list[str], *, multirun: bool, let_unknown_keys: bool = True
+) -> list[list[str]]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
@@ -83,7 +91,7 @@ def _job_overrides(overrides: list[str], *, multirun: bool) -> list[list[str]]:
                 f"{override.input_line}: a sweep needs multirun; add -m to the command"
             )
         # An unknown plain key is let through here, so that validation names it in one line.
-        prefix = "++" if _is_plain_key(override) else ""
+        prefix = "++" if let_unknown_keys and _is_plain_key(override) else ""
         if override.is_sweep_override():
             key = override.get_key_element()
             choices.append([f"{prefix}{key}={v}" for v in override.sweep_string_iterator()])
@@ -104,7 +112,9 @@ def _is_plain_key(override: Override) -> bool:
     )
 
 
-def _check_job(overrides: list[str], config_name: str, extra_dir: str | None) -> None:
+def _check_job(
+    overrides: list[str], config_name: str, extra_dir: str | None, *, validate: bool
+) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -122,7 +132,8 @@ def _check_job(overrides: list[str], config_name: str, extra_dir: str | None) ->
         raise ConfigError(_one_line(str(exc))) from None
     finally:
         GlobalHydra.instance().clear()
-    validate_config(resolve(cfg), registry().known())
+    if validate:
+        validate_config(resolve(cfg), registry().known())
 
 
 def _one_line(message: str) -> str:

@@ -30,7 +30,6 @@ class RunOutcome:
     backends: dict[str, str]
     """`generator` / `judge` -> backend name actually used (after `auto`)."""
     llm_calls: int
-    n_chunks: int
 
 
 @dataclass
@@ -105,7 +104,6 @@ async def run_experiment(
                 if ep
             },
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
-            n_chunks=len(chunks),
         )
     finally:
         await pool.aclose()
