@@ -97,8 +97,8 @@ def _job_overrides(
             choices.append([f"{prefix}{key}={v}" for v in override.sweep_string_iterator()])
         else:
             choices.append([prefix + (override.input_line or "")])
-    jobs = [list(combo) for combo in itertools.product(*choices)]
-    return jobs[:MAX_CHECKED_JOBS]
+    # Past MAX_CHECKED_JOBS, jobs are still validated, each as it starts.
+    return [list(c) for c in itertools.islice(itertools.product(*choices), MAX_CHECKED_JOBS)]
 
 
 def _is_plain_key(override: Override) -> bool:
