@@ -223,6 +223,7 @@ def test_interrupted_run_keeps_finished_cases(tmp_path: Path) -> None:
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in stderr
+    assert "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)" in stderr
     assert "ragexp: interrupted; finished cases are kept in" in stderr
     kept = [json.loads(line) for line in cases.read_text().splitlines()]
     assert 2 <= len(kept) < 24 and all(c["answer"] for c in kept)

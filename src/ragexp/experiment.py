@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -20,8 +24,6 @@ from ragexp.plugins import Registry, registry
 from ragexp.report import render_report
 from ragexp.results import CaseResult
 from ragexp.stats import Summary, summarize
-
-log = logging.getLogger("ragexp")
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
@@ -62,10 +64,14 @@ def run_job(
             "ragexp_case_end", event=CaseEnd(run_name, case, done=done, total=len(dataset.cases))
         )
 
+    stop = threading.Event()
     try:
-        outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case))
+        with _graceful_interrupt(stop):
+            outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case, stop=stop))
     finally:
         case_log.close()
+    if stop.is_set():
+        raise KeyboardInterrupt
     summary = summarize(outcome.cases, config.metrics)
     report = render_report(
         config,
@@ -98,6 +104,29 @@ def run_job(
             f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}", file=sys.stderr
         )
     return summary
+
+
+@contextmanager
+def _graceful_interrupt(stop: threading.Event) -> Iterator[None]:
+    """First Ctrl-C: finish the cases in flight, start no more. Second: stop at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)",
+            file=sys.stderr,
+        )
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _track(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,8 +53,12 @@ async def run_experiment(
     *,
     progress: TextIO = sys.stderr,
     on_case: Callable[[CaseResult], None] = lambda case: None,
+    stop: threading.Event | None = None,
 ) -> RunOutcome:
-    """Run every case of ``dataset`` under ``config``; ``on_case`` sees each case as it ends."""
+    """Run every case of ``dataset`` under ``config``; ``on_case`` sees each case as it ends.
+
+    Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
+    """
     start = time.perf_counter()
     pool = EndpointPool(registry.backends)
     try:
@@ -87,13 +92,15 @@ async def run_experiment(
         # instead of every generation queueing ahead of every judge call.
         in_flight = asyncio.Semaphore(max(config.generator.concurrency, config.judge.concurrency))
 
-        async def bounded(case: Case) -> CaseResult:
+        async def bounded(case: Case) -> CaseResult | None:
             async with in_flight:
+                if stop is not None and stop.is_set():
+                    return None
                 return await _run_case(run, case)
 
-        cases = await asyncio.gather(*(bounded(case) for case in dataset.cases))
+        results = await asyncio.gather(*(bounded(case) for case in dataset.cases))
         return RunOutcome(
-            cases=list(cases),
+            cases=[case for case in results if case is not None],
             wall_s=time.perf_counter() - start,
             model_ids={
                 role: ep.model_id for role, ep in (("generator", generator), ("judge", judge)) if ep
