@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.fake_judge import FakeJudge
 
 from ragexp.default_plugins.answer_relevance import PROMPT, AnswerRelevance, parse_grade
 from ragexp.metrics import Metric, Sample
@@ -60,16 +61,6 @@ SAMPLE = Sample(
     answer="No, pets are not allowed on the Tallis Falls Trail.",
     contexts=CONTEXTS,
 )
-
-
-class FakeJudge:
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        self.prompts: list[str] = []
-
-    async def __call__(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return self.reply
 
 
 def score(reply: str) -> tuple[MetricResult, FakeJudge]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.fake_judge import FakeJudge
 
 from ragexp.default_plugins.faithfulness import PROMPT, Faithfulness, parse_faithfulness
 from ragexp.metrics import Metric, Sample
@@ -109,18 +110,6 @@ SAMPLE = Sample(
     reference="$35 for 7 days.",
     relevant_docs=("fees.md",),
 )
-
-
-class FakeJudge:
-    """An async judge that records every prompt and replies with a fixed text."""
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        self.prompts: list[str] = []
-
-    async def __call__(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return self.reply
 
 
 def score(reply: str, sample: Sample = SAMPLE) -> tuple[MetricResult, FakeJudge]:
