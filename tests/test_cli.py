@@ -62,6 +62,7 @@ def test_hydra_messages_fold_to_one_line() -> None:
         ("retriever=foo", "Could not find 'retriever/foo'; Available options in 'retriever'"),
         ("metrics=[faithfulness,nope]", "metrics: 'nope' is not one of"),
         ("retriever.top_k=3,5", "a sweep needs multirun; add -m"),
+        ("dataset=custom", "dataset.cases: no value set (it is ??? in the config)"),
     ],
 )
 def test_bad_config_is_one_line_exit_2_no_traceback(

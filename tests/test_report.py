@@ -111,11 +111,13 @@ def render(
     config: RunConfig | None = None,
     backends: dict[str, str] | None = None,
     summary: Summary | None = None,
+    cases: list[CaseResult] | None = None,
 ) -> str:
     config = config or make_config()
     backends = backends if backends is not None else {"generator": "ollama", "judge": "ollama"}
-    summary = summary or summarize(CASES, config.metrics)
-    return render_report(config, summary, CASES, backends=backends, wall_s=12.34, llm_calls=7)
+    cases = cases if cases is not None else CASES
+    summary = summary or summarize(cases, config.metrics)
+    return render_report(config, summary, cases, backends=backends, wall_s=12.34, llm_calls=7)
 
 
 def test_settings_are_listed() -> None:
@@ -254,3 +256,20 @@ def test_faithfulness_headline_number_agrees_with_its_reading() -> None:
     assert match is not None
     shown, reading = float(match.group(1)), match.group(2)
     assert reading == faithfulness_reading(shown)
+
+
+def test_relevant_chunks_are_marked() -> None:
+    case = CaseResult(
+        case_id="c1",
+        question="q",
+        answer="a",
+        relevant_docs=["fees.md", "permits.md"],
+        retrieved=[
+            RetrievedChunk(doc_id="fees.md", chunk_id="fees.md#0", score=2.0, text="x"),
+            RetrievedChunk(doc_id="other.md", chunk_id="other.md#1", score=1.0, text="y"),
+        ],
+    )
+    report = render(cases=[case])
+    assert "- `fees.md#0` (2.000) **relevant**: x…" in report
+    assert "- `other.md#1` (1.000): y…" in report
+    assert "Relevant documents retrieved: 1 of 2." in report

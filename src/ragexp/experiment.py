@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
+from ragexp.errors import ConfigError
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
@@ -28,6 +29,13 @@ from ragexp.stats import Summary, summarize
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The composed config as plain data: interpolations resolved, Hydra's own node dropped."""
+    missing = sorted(k for k in OmegaConf.missing_keys(cfg) if not k.startswith("hydra."))
+    if missing:
+        raise ConfigError(
+            f"{missing[0]}: no value set (it is ??? in the config); "
+            f"give it on the command line, e.g. {missing[0]}=..."
+            + (f" (also missing: {', '.join(missing[1:])})" if missing[1:] else "")
+        )
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     data.pop("hydra", None)

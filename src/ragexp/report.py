@@ -108,9 +108,14 @@ def _case_section(case: CaseResult) -> list[str]:
     if case.error:
         return [*lines, f"**Error:** {case.error}", ""]
     lines += [f"**Answer:** {_quote(case.answer or '')}", "", "**Retrieved:**", ""]
+    relevant = set(case.relevant_docs or ())
     for chunk in case.retrieved:
         preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
-        lines.append(f"- `{chunk.chunk_id}` ({chunk.score:.3f}): {preview}…")
+        mark = " **relevant**" if chunk.doc_id in relevant else ""
+        lines.append(f"- `{chunk.chunk_id}` ({chunk.score:.3f}){mark}: {preview}…")
+    if case.relevant_docs:
+        found = relevant & {c.doc_id for c in case.retrieved}
+        lines += ["", f"Relevant documents retrieved: {len(found)} of {len(relevant)}."]
     lines += ["", "| metric | label | score | judge said |", "| --- | --- | --- | --- |"]
     for name, m in case.metrics.items():
         score = f"{m.score:.2f}" if m.score is not None else "–"
