@@ -62,11 +62,8 @@ def run_job(
         event=RunStart(run_name, config, n_cases=len(dataset.cases), run_dir=run_dir),
     )
     case_log = CaseLog(run_dir)
-    done = 0
 
-    def on_case(case: CaseResult) -> None:
-        nonlocal done
-        done += 1
+    def on_case(case: CaseResult, done: int) -> None:
         case_log(case)
         reg.notify(
             "ragexp_case_end", event=CaseEnd(run_name, case, done=done, total=len(dataset.cases))

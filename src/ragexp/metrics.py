@@ -21,10 +21,6 @@ class Sample:
     reference: str | None = None
     relevant_docs: tuple[str, ...] | None = None
 
-    def context_text(self) -> str:
-        """The retrieved chunks as the generator saw them, each under its `[doc_id]`."""
-        return format_context(self.contexts)
-
 
 def format_context(chunks: Sequence[RetrievedChunk]) -> str:
     """Chunks joined for a prompt, each preceded by its source id in brackets."""

@@ -41,7 +41,7 @@ class _Run:
     judge: Endpoint | None
     metrics: list[tuple[Metric, str]]
     progress: TextIO
-    on_case: Callable[[CaseResult], None]
+    on_case: Callable[[CaseResult, int], None]
     total: int
     done: int = field(default=0)
 
@@ -52,10 +52,11 @@ async def run_experiment(
     registry: Registry,
     *,
     progress: TextIO = sys.stderr,
-    on_case: Callable[[CaseResult], None] = lambda case: None,
+    on_case: Callable[[CaseResult, int], None] = lambda case, done: None,
     stop: threading.Event | None = None,
 ) -> RunOutcome:
-    """Run every case of ``dataset`` under ``config``; ``on_case`` sees each case as it ends.
+    """Run every case of ``dataset`` under ``config``; ``on_case(case, done)`` sees each case as
+    it ends, with the number of cases finished so far.
 
     Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
     """
@@ -99,17 +100,12 @@ async def run_experiment(
                 return await _run_case(run, case)
 
         results = await asyncio.gather(*(bounded(case) for case in dataset.cases))
+        roles = {"generator": generator, **({"judge": judge} if judge else {})}
         return RunOutcome(
             cases=[case for case in results if case is not None],
             wall_s=time.perf_counter() - start,
-            model_ids={
-                role: ep.model_id for role, ep in (("generator", generator), ("judge", judge)) if ep
-            },
-            backends={
-                role: ep.backend_name
-                for role, ep in (("generator", generator), ("judge", judge))
-                if ep
-            },
+            model_ids={role: ep.model_id for role, ep in roles.items()},
+            backends={role: ep.backend_name for role, ep in roles.items()},
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
         )
     finally:
@@ -162,7 +158,7 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
         }
     run.done += 1
     _report_progress(run, result)
-    run.on_case(result)
+    run.on_case(result, run.done)
     return result
 
 
