@@ -13,6 +13,8 @@ os.environ["RAGEXP_LOAD_PLUGINS"] = ""
 os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
 
 REPO = Path(__file__).resolve().parents[1]
+FAKE_LLAMA = REPO / "tests" / "fake_llama"
+"""Put first on a worker's PYTHONPATH: a llama_cpp stand-in that can die like native code."""
 
 
 @pytest.fixture

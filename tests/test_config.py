@@ -99,9 +99,9 @@ def test_defaults_fill_in_optional_keys() -> None:
     raw["retriever"] = {"kind": "dense"}
     config = validate_config(raw, KNOWN)
     assert config.metrics == ["faithfulness", "answer_relevance"]
-    assert config.retriever.top_k == 5
-    assert config.retriever.chunk_size == 80
-    assert config.retriever.chunk_overlap == 15
+    assert config.retriever.top_k == 4
+    assert config.retriever.chunk_size == 40
+    assert config.retriever.chunk_overlap == 8
     assert config.retriever.embedder.model == "nomic-embed-text"
     assert config.generator.seed == 42
     assert config.tracking.enabled is True

@@ -47,7 +47,7 @@ def test_cases_jsonl_contract(ollama_run: tuple[Path, str]) -> None:
     for key in ("case_id", "question", "answer", "retrieved", "metrics", "error"):
         assert key in case
     assert case["error"] is None and case["answer"]
-    assert len(case["retrieved"]) == 5  # retriever.top_k default
+    assert len(case["retrieved"]) == 4  # retriever.top_k default
     assert set(case["retrieved"][0]) == {"doc_id", "chunk_id", "score", "text"}
     scores = [r["score"] for r in case["retrieved"]]
     assert scores == sorted(scores, reverse=True)
@@ -82,7 +82,7 @@ def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
     report = (cwd / "outputs/run/report.md").read_text()
     assert "| generator | `llama3.2:3b` (ollama) |" in report
     assert "| judge | `qwen2.5:7b` (ollama) |" in report
-    assert "top_k=5" in report and "| prompt | default |" in report
+    assert "top_k=4" in report and "| prompt | default |" in report
     assert "| faithfulness | 1.000 | 1.000 – 1.000 | 4 | YES: 4 | 0 | 0 |" in report
     assert "works well: hallucinations are rare" in report
     assert "Self-judge" not in report and "Tiny judge" not in report
@@ -95,7 +95,7 @@ def test_mlflow_run(ollama_run: tuple[Path, str]) -> None:
     cwd, _ = ollama_run
     [run] = mlflow_runs(cwd)
     params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
-    assert params["retriever.top_k"] == "5"
+    assert params["retriever.top_k"] == "4"
     assert params["judge.model"] == "qwen2.5:7b"
     assert params["generator.model"] == "llama3.2:3b"
     assert metrics["faithfulness/mean"] == 1.0
@@ -265,3 +265,38 @@ def test_openai_compatible_server_and_dense_retrieval(tmp_path: Path) -> None:
     assert run.data.params["retriever.kind"] == "dense"
     everything = "".join(p.read_text() for p in run_dir.rglob("*") if p.is_file())
     assert "sk-secret-123" not in everything + result.stderr + str(run.data)
+
+
+def test_native_crash_stops_the_run_with_one_line_and_keeps_finished_cases(
+    tmp_path: Path,
+) -> None:
+    """The embedded model's native code dies (SIGILL on its 9th call, as a build for another CPU
+    would): one line naming the cause and the fix, exit code 3, finished cases kept."""
+    import os
+    import sys
+
+    from ragexp.llm.native import reinstall_command
+    from tests.conftest import FAKE_LLAMA
+
+    result = run_ragexp(
+        "dataset.limit=8",
+        "hydra.run.dir=outputs/run",
+        cwd=tmp_path,
+        env={
+            "PYTHONPATH": os.pathsep.join([str(FAKE_LLAMA), *sys.path]),
+            "FAKE_LLAMA_CRASH_AT": "9",
+        },
+    )
+    assert result.returncode == 3
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ragexp: error: the embedded model's native code died with SIGILL")
+    assert f"reinstall llama.cpp portable: `{reinstall_command()}`" in last
+    cases = tmp_path / "outputs/run/cases.jsonl"
+    kept = [json.loads(line) for line in cases.read_text().splitlines()]
+    n = len(kept)
+    kept_phrase = "1 finished case is" if n == 1 else f"{n} finished cases are"
+    assert last.endswith(f"its {kept_phrase} kept in {cases})")
+    # 8 calls before the crash: 2 cases finished (3 calls each), nothing half-done recorded
+    assert 1 <= len(kept) <= 2 and all(c["error"] is None and c["answer"] for c in kept)
+    assert not (tmp_path / "mlflow.db").exists() or not mlflow_runs(tmp_path)

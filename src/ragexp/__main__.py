@@ -47,6 +47,10 @@ def main() -> None:
         from ragexp.plugins import plugins_command
 
         sys.exit(plugins_command(sys.argv[2:]))
+    if sys.argv[1:2] == ["doctor"]:
+        from ragexp.doctor import doctor_command
+
+        sys.exit(doctor_command(sys.argv[2:]))
     show_warnings_as_lines()
     sys.argv = normalize_argv(sys.argv)
     register_resolvers()

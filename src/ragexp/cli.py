@@ -22,6 +22,9 @@ from ragexp.errors import ConfigError, RagexpError, RagexpWarning
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
+    from omegaconf import DictConfig
+
+    from ragexp.config import RunConfig
 
 MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
 MAX_CHECKED_JOBS = 256
@@ -115,25 +118,41 @@ def _is_plain_key(override: Override) -> bool:
 def _check_job(
     overrides: list[str], config_name: str, extra_dir: str | None, *, validate: bool
 ) -> None:
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    cfg = _compose(overrides, config_name, extra_dir)
+    if validate:
+        from ragexp.config import validate_config
+        from ragexp.experiment import resolve
+        from ragexp.plugins import registry
 
+        validate_config(resolve(cfg), registry().known())
+
+
+def compose_config(overrides: Sequence[str]) -> RunConfig:
+    """The validated config of one job, composed from ``conf/`` and command-line overrides
+    (for commands such as ``ragexp doctor`` that read the config without running it)."""
     from ragexp.config import validate_config
     from ragexp.experiment import resolve
     from ragexp.plugins import registry
+
+    register_resolvers()
+    [job] = _job_overrides(list(normalize_argv(["", *overrides])[1:]), multirun=False)
+    return validate_config(resolve(_compose(job, "config", None)), registry().known())
+
+
+def _compose(overrides: list[str], config_name: str, extra_dir: str | None) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
     if extra_dir:
         overrides = [*overrides, f"hydra.searchpath=[file://{Path(extra_dir).resolve()}]"]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(config_dir()), version_base="1.3"):
-            cfg = compose(config_name, overrides=overrides)
+            return compose(config_name, overrides=overrides)
     except Exception as exc:  # Hydra's composition errors share no useful base class
         raise ConfigError(_one_line(str(exc))) from None
     finally:
         GlobalHydra.instance().clear()
-    if validate:
-        validate_config(resolve(cfg), registry().known())
 
 
 def _one_line(message: str) -> str:

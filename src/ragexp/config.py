@@ -123,10 +123,10 @@ class EmbedderConfig(LLMConfig):
 class RetrieverConfig(StrictModel):
     kind: str = "bm25"
     """`bm25` (no model needed) or `dense` (embeddings from `embedder`)."""
-    top_k: int = Field(5, ge=1, le=100)
-    chunk_size: int = Field(80, ge=10)
+    top_k: int = Field(4, ge=1, le=100)
+    chunk_size: int = Field(40, ge=10)
     """Chunk length in words."""
-    chunk_overlap: int = Field(15, ge=0)
+    chunk_overlap: int = Field(8, ge=0)
     """Words shared by consecutive chunks."""
     embedder: EmbedderConfig = EmbedderConfig()
 

@@ -8,7 +8,9 @@ Hierarchy::
     ├── PluginError              a plugin failed to load or registered a clashing name
     ├── BackendError             an LLM backend call failed
     │   ├── BackendUnavailable   server unreachable, or a dependency is not installed
-    │   └── ModelNotFound        the server does not have the model (``ollama pull <model>``)
+    │   ├── ModelNotFound        the server does not have the model (``ollama pull <model>``)
+    │   └── NativeCodeError      the embedded model's native code died or cannot run on this CPU
+    │                            (exit code 3; the run stops, finished cases are kept)
     └── MetricError              a metric could not score one case (recorded on the case)
 
 Anything else that escapes is a bug in ragexp and keeps its traceback.
@@ -21,6 +23,9 @@ class RagexpError(Exception):
     """Base of ragexp's own errors; the message is one actionable line."""
 
     exit_code = 1
+    stops_run = False
+    """True for errors after which no case can succeed: the run stops instead of recording
+    the error on every remaining case."""
 
 
 class ConfigError(RagexpError):
@@ -56,6 +61,14 @@ class BackendUnavailable(BackendError):
 
 class ModelNotFound(BackendError):
     """The backend does not serve the requested model."""
+
+
+class NativeCodeError(BackendError):
+    """llama.cpp died in the embedded backend's worker (SIGILL, SIGSEGV, ...) or was built for
+    another CPU. Fatal: every later call would fail the same way, so the run stops."""
+
+    exit_code = 3
+    stops_run = True
 
 
 class MetricError(RagexpError):

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
-from ragexp.errors import ConfigError
+from ragexp.errors import ConfigError, RagexpError
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
@@ -73,6 +73,12 @@ def run_job(
     try:
         with _graceful_interrupt(stop):
             outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case, stop=stop))
+    except RagexpError as exc:
+        if exc.stops_run:
+            n = case_log.count
+            kept = "1 finished case is" if n == 1 else f"{n} finished cases are"
+            exc.args = (f"{exc} (the run stopped; its {kept} kept in {case_log.path})",)
+        raise
     finally:
         case_log.close()
     if stop.is_set():

@@ -30,11 +30,13 @@ class CaseLog:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_FILE
+        self.count = 0
         self._fh: IO[str] = self.path.open("w", encoding="utf-8")
 
     def __call__(self, case: CaseResult) -> None:
         self._fh.write(case_line(case))
         self._fh.flush()
+        self.count += 1
 
     def close(self) -> None:
         self._fh.close()

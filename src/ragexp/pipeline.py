@@ -140,6 +140,8 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
         result.generation = await _call(run.generator, messages, role="generate")
         result.answer = result.generation.text.strip()
     except RagexpError as exc:
+        if exc.stops_run:
+            raise
         result.error = str(exc)
     else:
         sample = Sample(
@@ -169,6 +171,8 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> Metri
     try:
         result = await metric.score(sample, judge, options)
     except Exception as exc:  # a plugin's failure on one case must not stop the run
+        if isinstance(exc, RagexpError) and exc.stops_run:
+            raise
         result = MetricResult(
             score=None, parse_ok=False, error=f"{type(exc).__name__}: {exc} [{owner}]"
         )
@@ -200,6 +204,7 @@ async def _call(endpoint: Endpoint, messages: list[Message], role: str) -> LLMCa
         completion_tokens=completion.completion_tokens,
         latency_s=completion.latency_s,
         start_ns=start_ns,
+        timings=dict(completion.timings),
     )
 
 

@@ -37,6 +37,9 @@ class LLMCall(_Model):
     completion_tokens: int | None = None
     latency_s: float
     start_ns: int
+    timings: dict[str, float] = Field(default_factory=dict)
+    """What the backend measured itself, where it says (llama.cpp: ``prompt_eval_ms``,
+    ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``)."""
 
 
 class MetricResult(_Model):

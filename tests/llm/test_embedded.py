@@ -4,15 +4,39 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
+import re
+import signal
 import sys
+from collections.abc import Iterator
 
 import pytest
+from tests.conftest import FAKE_LLAMA
 
 from ragexp.config import LLMConfig
-from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound
+from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound, NativeCodeError
 from ragexp.llm import embedded
 from ragexp.llm.base import Completion
 from ragexp.llm.embedded import EmbeddedBackend, gguf_path
+from ragexp.llm.native import reinstall_command
+
+
+@pytest.fixture
+def fake_llama(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """The worker imports tests/fake_llama's llama_cpp instead of the real one."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_LLAMA), *sys.path]))
+    yield monkeypatch
+
+
+def _chat(backend: EmbeddedBackend, calls: int) -> list[Completion]:
+    async def go() -> list[Completion]:
+        try:
+            await backend.preflight()
+            return [await backend.chat([{"role": "user", "content": "hi"}]) for _ in range(calls)]
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())
 
 
 def test_bundled_gguf_is_found_without_importing_its_package() -> None:
@@ -37,10 +61,64 @@ def test_missing_package_says_which_install_to_run(monkeypatch: pytest.MonkeyPat
     )
 
 
-def test_missing_llama_cpp_says_which_install_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails
-    with pytest.raises(BackendUnavailable, match=r"needs llama-cpp-python; run `pip install"):
-        embedded._LoadedModel(gguf_path("smollm2:135m"), 512, 0)
+def test_missing_llama_cpp_says_which_install_to_run(fake_llama: pytest.MonkeyPatch) -> None:
+    fake_llama.setenv("FAKE_LLAMA_IMPORT_ERROR", "1")
+    with pytest.raises(BackendUnavailable) as info:
+        _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=1)
+    assert str(info.value) == (
+        f"the embedded backend needs llama-cpp-python; run `{reinstall_command()}`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sig", "cause"),
+    [
+        (signal.SIGILL, "SIGILL (an instruction this CPU does not have"),
+        (signal.SIGSEGV, "SIGSEGV (a memory fault inside llama.cpp)"),
+        (signal.SIGBUS, "SIGBUS (a memory fault inside llama.cpp)"),
+    ],
+)
+def test_native_crash_is_one_line_with_the_fix(
+    fake_llama: pytest.MonkeyPatch, sig: signal.Signals, cause: str
+) -> None:
+    fake_llama.setenv("FAKE_LLAMA_CRASH_AT", "2")
+    fake_llama.setenv("FAKE_LLAMA_SIGNAL", str(int(sig)))
+    with pytest.raises(NativeCodeError) as info:
+        _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=3)
+    message = str(info.value)
+    assert message.startswith(f"the embedded model's native code died with {cause}")
+    assert message.endswith(f"reinstall llama.cpp portable: `{reinstall_command()}`")
+    assert "\n" not in message
+    assert info.value.exit_code == 3 and info.value.stops_run
+
+
+def test_build_for_another_cpu_is_refused_before_the_model_loads(
+    fake_llama: pytest.MonkeyPatch,
+) -> None:
+    fake_llama.setenv("FAKE_LLAMA_SYSTEM_INFO", "CPU : AVX2 = 1 | AMX_INT8 = 1 | ")
+    fake_llama.setenv("FAKE_LLAMA_CRASH_AT", "1")  # would die on the first call if it got one
+    with pytest.raises(NativeCodeError, match=r"built for another CPU: it .*AMX_INT8"):
+        _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=1)
+
+
+def test_generator_and_judge_share_one_worker(fake_llama: pytest.MonkeyPatch) -> None:
+    fake_llama.setenv("FAKE_LLAMA_CRASH_AT", "3")  # the third call across both backends dies
+    generator = EmbeddedBackend(LLMConfig(model="smollm2:135m", max_tokens=256))
+    judge = EmbeddedBackend(LLMConfig(model="smollm2:135m", max_tokens=64))
+    message: list[dict[str, str]] = [{"role": "user", "content": "hi"}]
+
+    async def go() -> None:
+        try:
+            await generator.chat(message)
+            await judge.chat(message)
+            await generator.chat(message)
+        finally:
+            await generator.aclose()
+            await judge.aclose()
+
+    with pytest.raises(NativeCodeError):
+        asyncio.run(go())
+    assert embedded._workers == {}  # the last user stopped it
 
 
 def test_embedded_cannot_embed() -> None:
@@ -54,13 +132,57 @@ def test_real_chat_reports_tokens_latency_and_sha256() -> None:
     backend = EmbeddedBackend(LLMConfig(model="smollm2:135m", max_tokens=16))
 
     async def go() -> tuple[str, Completion]:
-        model_id = await backend.preflight()
-        return model_id, await backend.chat([{"role": "user", "content": "Say hello."}])
+        try:
+            model_id = await backend.preflight()
+            return model_id, await backend.chat([{"role": "user", "content": "Say hello."}])
+        finally:
+            await backend.aclose()
 
     model_id, completion = asyncio.run(go())
-    assert model_id.startswith("sha256:") and len(model_id) == len("sha256:") + 64
+    # the shipped file's sha256, and how it runs: as F16 under this llama-cpp-python
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}\+f16@llama-cpp-python0\.3\.36", model_id)
+    assert embedded.f16_path(gguf_path("smollm2:135m")).is_file()
     assert completion.model_id == model_id
     assert completion.text.strip()
     assert completion.prompt_tokens and completion.prompt_tokens > 0
     assert completion.completion_tokens and 0 < completion.completion_tokens <= 16
     assert completion.latency_s > 0
+    assert completion.timings["prompt_eval_tokens"] > 0 and completion.timings["eval_ms"] > 0
+
+
+def test_queued_prompts_sharing_a_prefix_run_back_to_back(fake_llama: pytest.MonkeyPatch) -> None:
+    """While the worker is busy, requests queue; it takes next the one sharing the longest prefix
+    with the prompt it just ran (llama.cpp reuses that much of its KV cache), else first come."""
+    fake_llama.setenv("FAKE_LLAMA_DELAY_S", "0.3")
+    backend = EmbeddedBackend(LLMConfig(model="smollm2:135m"))
+    prompts = {
+        "gen-1": "Context: the park opens at 6 am. Question: when?",
+        "faith-1": "You are a strict evaluator. CONTEXT: opens at 6. ANSWER: 6 am",
+        "rel-1": "You are evaluating whether an ANSWER addresses the QUESTION: when? 6 am",
+        "faith-2": "You are a strict evaluator. CONTEXT: dogs on leash. ANSWER: leash",
+    }
+    done: list[str] = []
+
+    async def ask(name: str, after: float) -> None:
+        await asyncio.sleep(after)
+        await backend.chat([{"role": "user", "content": prompts[name]}])
+        done.append(name)
+
+    async def go() -> None:
+        try:
+            await backend.preflight()
+            await asyncio.gather(
+                ask("gen-1", 0), ask("faith-1", 0.1), ask("rel-1", 0.1), ask("faith-2", 0.1)
+            )
+        finally:
+            await backend.aclose()
+
+    asyncio.run(go())
+    assert done == ["gen-1", "faith-1", "faith-2", "rel-1"]
+
+
+def test_shared_prefix_counts_leading_characters() -> None:
+    assert embedded.shared_prefix("abcd", "abxy") == 2
+    assert embedded.shared_prefix("abc", "abc") == 3
+    assert embedded.shared_prefix("", "abc") == 0
+    assert embedded.shared_prefix("a/b/cd", "a/b/ce") == 5  # characters, not path parts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,6 +24,9 @@ class Completion:
     latency_s: float
     model_id: str
     """Model identity: Ollama digest, GGUF sha256, or the served model name."""
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Backend-measured timings where it reports them, e.g. llama.cpp's ``prompt_eval_ms``,
+    ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``."""
 
 
 class Backend(Protocol):

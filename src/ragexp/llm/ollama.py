@@ -48,6 +48,11 @@ class OllamaBackend:
             f"run `ollama pull {self.config.model}`"
         )
 
+    async def served_models(self) -> list[str]:
+        """The models this server has (``/api/tags``)."""
+        tags = await self.http.request("GET", "/api/tags")
+        return [str(e.get("name")) for e in tags.get("models", []) if isinstance(e, dict)]
+
     async def chat(self, messages: Sequence[Message]) -> Completion:
         options: dict[str, Any] = {
             "temperature": self.config.temperature,

@@ -47,14 +47,18 @@ class OpenAIBackend:
         )
         self.model_id = config.model
 
-    async def preflight(self) -> str:
+    async def served_models(self) -> list[str]:
+        """The model ids ``/models`` lists (empty for servers that do not list models)."""
         try:
             data = await self.http.request("GET", "/models")
         except BackendError as exc:
             if exc.status in (404, 405):  # some servers do not list models
-                return self.model_id
+                return []
             raise
-        served = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
+        return [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
+
+    async def preflight(self) -> str:
+        served = await self.served_models()
         # Ollama's /v1 lists `name:latest` for a model pulled without a tag.
         wanted = {self.config.model, f"{self.config.model}:latest"}
         if served and not wanted & set(served):

@@ -1,0 +1,279 @@
+"""``ragexp doctor``: one screen a user can paste into a bug report.
+
+Python and ragexp versions, the plugins, llama.cpp's build (what CPU features it was compiled to
+use, whether this CPU can run them) with a short probe of the bundled model, each backend the
+config uses (reachable or not, the models it serves), and the MLflow store. Every problem comes
+with the command that fixes it. Exit code 0 when all is well, 1 otherwise; ``--json`` for tools.
+Command-line overrides pick the config to check, as for a run: ``ragexp doctor llm=ollama``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ragexp.config import LLMConfig, RunConfig
+from ragexp.errors import RagexpError
+from ragexp.llm.base import resolve_backend_name
+from ragexp.llm.llama_build import VERSION as LLAMA_CPP_VERSION
+from ragexp.llm.native import PORTABLE_BASELINE, check_build, cpu_flags
+
+PROBE_PROMPT = "Name one animal that lives in a national park. Answer in three words."
+PROBE_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    """What to run or change when ``ok`` is False."""
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def system_checks() -> list[Check]:
+    py = platform.python_version()
+    where = f"{platform.system()} {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores"
+    checks = [
+        Check(
+            "python",
+            sys.version_info >= (3, 11),
+            f"{py} ({sys.executable}) on {where}",
+            fix="ragexp needs Python 3.11 or newer",
+        ),
+        Check("ragexp", True, _version("ragexp") or "not installed"),
+    ]
+    try:
+        from ragexp.plugins import registry
+
+        plugins = registry().plugins
+        listed = ", ".join(
+            f"{p.name} ({p.distribution} {p.version})"
+            for p in plugins
+            if p.distribution != "ragexp"
+        )
+        checks.append(Check("plugins", True, listed or "none besides ragexp's own"))
+    except RagexpError as exc:
+        checks.append(Check("plugins", False, str(exc), fix="see the message"))
+    return checks
+
+
+async def _llama_checks(config: LLMConfig) -> list[Check]:
+    from ragexp.llm.embedded import EmbeddedBackend
+
+    installed = _version("llama-cpp-python")
+    if installed is None:
+        from ragexp.llm.native import reinstall_command
+
+        return [
+            Check(
+                "llama.cpp",
+                False,
+                "llama-cpp-python is not installed",
+                fix=f"run `{reinstall_command()}`",
+            )
+        ]
+    backend = EmbeddedBackend(config.model_copy(update={"max_tokens": PROBE_TOKENS}))
+    try:
+        info = await backend.system_info()
+        check = check_build(info, cpu_flags())
+        baseline = PORTABLE_BASELINE.get(platform.machine(), frozenset())
+        portable = (
+            "portable"
+            if not check.beyond_baseline
+            else (f"not portable: uses {', '.join(check.beyond_baseline)} beyond the baseline")
+        )
+        features = " ".join(sorted(check.features)) or "no SIMD features"
+        pinned = "" if installed == LLAMA_CPP_VERSION else f" (ragexp builds {LLAMA_CPP_VERSION})"
+        checks = [
+            Check(
+                "llama.cpp",
+                True,
+                f"llama-cpp-python {installed}{pinned}; built for {features} "
+                f"({portable}; baseline {' '.join(sorted(baseline)) or 'n/a'})",
+            )
+        ]
+        await backend.preflight()
+        completion = await backend.chat([{"role": "user", "content": PROBE_PROMPT}])
+        t = completion.timings
+        rate = ""
+        if t.get("prompt_eval_ms") and t.get("eval_ms"):
+            rate = (
+                f"; prompt {t['prompt_eval_tokens'] / t['prompt_eval_ms'] * 1000:.0f} "
+                f"tokens/s, generation {t['eval_tokens'] / t['eval_ms'] * 1000:.0f} tokens/s"
+            )
+        checks.append(
+            Check(
+                "probe",
+                True,
+                f"{config.model}: {completion.completion_tokens} tokens in "
+                f"{completion.latency_s:.2f} s{rate}",
+            )
+        )
+        return checks
+    except RagexpError as exc:
+        return [
+            Check("llama.cpp", False, f"llama-cpp-python {installed}: {exc}", fix="see the message")
+        ]
+    finally:
+        await backend.aclose()
+
+
+async def _backend_check(role: str, config: LLMConfig) -> Check:
+    from ragexp.plugins import registry
+
+    specs = registry().backends
+    name = resolve_backend_name(config, list(specs.values()))
+    if name not in specs:
+        return Check(
+            role,
+            False,
+            f"backend '{name}' is not installed",
+            fix=f"set {role}.backend to one of: {', '.join(sorted(specs))}",
+        )
+    label = f"{name} {config.model}"
+    try:
+        backend = specs[name].factory(config)
+    except RagexpError as exc:
+        return Check(role, False, f"{label}: {exc}", fix="see the message")
+    try:
+        served_models = getattr(backend, "served_models", None)
+        served: list[str] = await served_models() if served_models else []
+        url = f" at {config.resolved_base_url()}" if name != "embedded" else ""
+        try:
+            model_id = await backend.preflight()
+        except RagexpError as exc:
+            return Check(role, False, f"{label}{url}: {exc}", fix="see the message")
+        listing = f"; serves {', '.join(served[:8])}" + (" …" if len(served) > 8 else "")
+        return Check(role, True, f"{label}{url}: ok ({model_id[:19]}){listing if served else ''}")
+    except RagexpError as exc:
+        return Check(role, False, f"{label}: {exc}", fix="see the message")
+    finally:
+        await backend.aclose()
+
+
+async def _llm_checks(config: RunConfig) -> list[Check]:
+    roles: dict[str, LLMConfig] = {"generator": config.generator, "judge": config.judge}
+    if config.retriever.kind == "dense":
+        roles["retriever.embedder"] = config.retriever.embedder
+    checks: list[Check] = []
+    from ragexp.plugins import registry
+
+    specs = list(registry().backends.values())
+    embedded = [c for c in roles.values() if resolve_backend_name(c, specs) == "embedded"]
+    if embedded:
+        checks += await _llama_checks(embedded[0])
+    for role, llm in roles.items():
+        checks.append(await _backend_check(role, llm))
+    return checks
+
+
+def mlflow_check(config: RunConfig) -> Check:
+    uri = config.tracking.tracking_uri
+    if not config.tracking.enabled:
+        return Check("mlflow", True, f"tracking off ({uri})")
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.exists():
+            folder = path.parent if str(path.parent) else Path(".")
+            writable = os.access(folder.resolve(), os.W_OK)
+            return Check(
+                "mlflow",
+                writable,
+                f"{uri}: not created yet; the first run creates it",
+                fix=f"make {folder.resolve()} writable or set tracking.tracking_uri",
+            )
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name(config.tracking.experiment)
+    except Exception as exc:  # any store failure is the finding itself
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Check(
+            "mlflow",
+            False,
+            f"{uri}: {first}",
+            fix="start the tracking server or fix tracking.tracking_uri",
+        )
+    if experiment is None:
+        return Check(
+            "mlflow", True, f"{uri}: experiment '{config.tracking.experiment}' not created yet"
+        )
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    more = "+" if len(runs) == 1000 else ""
+    return Check(
+        "mlflow",
+        True,
+        f"{uri}: experiment '{experiment.name}' ({experiment.experiment_id}), "
+        f"{len(runs)}{more} runs",
+    )
+
+
+def gather(overrides: list[str]) -> list[Check]:
+    """Every check, for the config the overrides select."""
+    from ragexp.cli import compose_config
+
+    checks = system_checks()
+    try:
+        config = compose_config(overrides)
+    except RagexpError as exc:
+        return [*checks, Check("config", False, str(exc), fix="fix the override")]
+    checks += asyncio.run(_llm_checks(config))
+    checks.append(mlflow_check(config))
+    return checks
+
+
+def render(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = [f"{'ok ' if c.ok else 'BAD'} {c.name:<{width}}  {c.detail}" for c in checks]
+    problems = [c for c in checks if not c.ok]
+    if problems:
+        lines += ["", f"{len(problems)} problem(s):"]
+        lines += [f"- {c.name}: {c.fix}" for c in problems]
+    else:
+        lines += ["", "all well"]
+    return "\n".join(lines)
+
+
+def doctor_command(argv: list[str]) -> int:
+    """``ragexp doctor [--json] [overrides...]``; exit 0 when every check passes, else 1."""
+    as_json = "--json" in argv
+    checks = gather([a for a in argv if a != "--json"])
+    if as_json:
+        payload: dict[str, Any] = {
+            "ok": all(c.ok for c in checks),
+            "checks": [asdict(c) for c in checks],
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        print(render(checks))
+    return 0 if all(c.ok for c in checks) else 1

@@ -1,0 +1,99 @@
+"""`ragexp doctor`: one screen for a bug report, with and without a reachable Ollama server."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+from pathlib import Path
+
+from tests.cli_run import run_ragexp
+from tests.ollama_server import FakeOllama
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_all_well_with_the_embedded_model_and_a_reachable_ollama(tmp_path: Path) -> None:
+    with FakeOllama(models=["qwen2.5:7b", "llama3.2:3b"]) as server:
+        url = server.url
+        result = run_ragexp(
+            "doctor", "judge.model=qwen2.5:7b", cwd=tmp_path, env={"OLLAMA_HOST": url}
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = {
+        line.split()[1]: line for line in result.stdout.splitlines() if line[:3] in ("ok ", "BAD")
+    }
+    assert set(lines) == {
+        "python",
+        "ragexp",
+        "plugins",
+        "llama.cpp",
+        "probe",
+        "generator",
+        "judge",
+        "mlflow",
+    }
+    assert all(line.startswith("ok ") for line in lines.values())
+    assert platform.python_version() in lines["python"]
+    assert "llama-cpp-python 0.3.36; built for" in lines["llama.cpp"]
+    assert "(portable;" in lines["llama.cpp"]
+    assert "tokens/s, generation" in lines["probe"]
+    assert f"ollama qwen2.5:7b at {url}: ok (" in lines["judge"]  # (the model's digest)
+    assert "serves qwen2.5:7b, llama3.2:3b" in lines["judge"]
+    assert "embedded smollm2:135m: ok (sha256:" in lines["generator"]
+    assert "not created yet" in lines["mlflow"]
+    assert result.stdout.rstrip().endswith("all well")
+
+
+def test_unreachable_ollama_is_a_problem_with_its_fix(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = run_ragexp("doctor", "--json", "llm=ollama", cwd=tmp_path, env={"OLLAMA_HOST": url})
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    checks = {c["name"]: c for c in report["checks"]}
+    for role in ("generator", "judge"):
+        assert checks[role]["ok"] is False
+        assert f"cannot reach {url}" in checks[role]["detail"]
+        assert "ollama serve" in checks[role]["detail"]
+    assert "llama.cpp" not in checks  # no embedded model in this config, nothing to probe
+    assert checks["python"]["ok"] and checks["mlflow"]["ok"]
+
+
+def test_missing_model_says_ollama_pull_and_text_lists_problems(tmp_path: Path) -> None:
+    with FakeOllama(models=["llama3.2:3b"]) as server:
+        result = run_ragexp(
+            "doctor",
+            "llm=ollama",
+            "judge.model=qwen2.5:7b",
+            cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )
+    assert result.returncode == 1
+    assert "1 problem(s):" in result.stdout
+    [judge] = [line for line in result.stdout.splitlines() if line.startswith("BAD judge")]
+    assert "run `ollama pull qwen2.5:7b`" in judge
+
+
+def test_bad_override_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    result = run_ragexp("doctor", "retriever.topk=3", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "BAD config" in result.stdout and "did you mean 'top_k'?" in result.stdout
+
+
+def test_existing_mlflow_store_shows_experiment_and_runs(tmp_path: Path) -> None:
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = mlflow.set_experiment("ragexp")
+    with mlflow.start_run():
+        pass
+    result = run_ragexp("doctor", "--json", "tracking.enabled=true", cwd=tmp_path)
+    [check] = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "mlflow"]
+    assert check["ok"]
+    assert f"experiment 'ragexp' ({experiment.experiment_id}), 1 runs" in check["detail"]
