@@ -7,6 +7,8 @@ import platform
 import socket
 from pathlib import Path
 
+import pytest
+
 from tests.cli_run import run_ragexp
 from tests.ollama_server import FakeOllama
 
@@ -17,6 +19,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_all_well_with_the_embedded_model_and_a_reachable_ollama(tmp_path: Path) -> None:
     with FakeOllama(models=["qwen2.5:7b", "llama3.2:3b"]) as server:
         url = server.url

@@ -11,6 +11,7 @@ from tests.cli_run import mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
 
 
+@pytest.mark.slow
 def test_typed_sweep_command(tmp_path: Path) -> None:
     """The user's literal habit, `-m` between overrides (hydra 1.3 rejects it on its own).
 

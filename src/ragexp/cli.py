@@ -120,23 +120,23 @@ def _check_job(
 ) -> None:
     cfg = _compose(overrides, config_name, extra_dir)
     if validate:
-        from ragexp.config import validate_config
-        from ragexp.experiment import resolve
-        from ragexp.plugins import registry
-
-        validate_config(resolve(cfg), registry().known())
+        _validated(cfg)
 
 
 def compose_config(overrides: Sequence[str]) -> RunConfig:
     """The validated config of one job, composed from ``conf/`` and command-line overrides
     (for commands such as ``ragexp doctor`` that read the config without running it)."""
+    register_resolvers()
+    [job] = _job_overrides(list(normalize_argv(["", *overrides])[1:]), multirun=False)
+    return _validated(_compose(job, "config", None))
+
+
+def _validated(cfg: DictConfig) -> RunConfig:
     from ragexp.config import validate_config
     from ragexp.experiment import resolve
     from ragexp.plugins import registry
 
-    register_resolvers()
-    [job] = _job_overrides(list(normalize_argv(["", *overrides])[1:]), multirun=False)
-    return validate_config(resolve(_compose(job, "config", None)), registry().known())
+    return validate_config(resolve(cfg), registry().known())
 
 
 def _compose(overrides: list[str], config_name: str, extra_dir: str | None) -> DictConfig:

@@ -145,28 +145,33 @@ class Worker:
                 stderr=self._stderr,
                 limit=STREAM_LIMIT,
             )
-            hello = await self._read()
-            if hello.get("missing"):
+            try:
+                self.info = await self._load()
+            except BaseException:
                 await self.stop()
-                raise BackendUnavailable(
-                    f"the embedded backend needs llama-cpp-python; run `{reinstall_command()}`"
-                )
-            info = WorkerInfo(system_info=str(hello.get("system_info", "")))
-            check = check_build(info.system_info, cpu_flags())
-            if not check.ok:
-                await self.stop()
-                raise NativeCodeError(check.problem())
-            await self._ask(
-                {
-                    "op": "load",
-                    "path": str(self.path),
-                    "n_ctx": self.n_ctx,
-                    "seed": self.seed,
-                    "f16_path": str(f16_path(self.path)),
-                }
+                raise
+            return self.info
+
+    async def _load(self) -> WorkerInfo:
+        hello = await self._read()
+        if hello.get("missing"):
+            raise BackendUnavailable(
+                f"the embedded backend needs llama-cpp-python; run `{reinstall_command()}`"
             )
-            self.info = info
-            return info
+        info = WorkerInfo(system_info=str(hello.get("system_info", "")))
+        check = check_build(info.system_info, cpu_flags())
+        if not check.ok:
+            raise NativeCodeError(check.problem())
+        await self._ask(
+            {
+                "op": "load",
+                "path": str(self.path),
+                "n_ctx": self.n_ctx,
+                "seed": self.seed,
+                "f16_path": str(f16_path(self.path)),
+            }
+        )
+        return info
 
     async def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue one request; answered when its turn comes (see the class docstring)."""
