@@ -39,6 +39,7 @@ def test_all_well_with_the_embedded_model_and_a_reachable_ollama(tmp_path: Path)
         "generator",
         "judge",
         "mlflow",
+        "cache",
     }
     assert all(line.startswith("ok ") for line in lines.values())
     assert platform.python_version() in lines["python"]
@@ -49,6 +50,7 @@ def test_all_well_with_the_embedded_model_and_a_reachable_ollama(tmp_path: Path)
     assert "serves qwen2.5:7b, llama3.2:3b" in lines["judge"]
     assert "embedded smollm2:135m: ok (sha256:" in lines["generator"]
     assert "not created yet" in lines["mlflow"]
+    assert "calls.sqlite (readwrite): 0 calls" in lines["cache"]
     assert result.stdout.rstrip().endswith("all well")
 
 

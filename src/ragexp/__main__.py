@@ -47,6 +47,10 @@ def main() -> None:
         from ragexp.plugins import plugins_command
 
         sys.exit(plugins_command(sys.argv[2:]))
+    if sys.argv[1:2] == ["cache"]:
+        from ragexp.llm.cache import cache_command
+
+        sys.exit(cache_command(sys.argv[2:]))
     if sys.argv[1:2] == ["doctor"]:
         from ragexp.doctor import doctor_command
 

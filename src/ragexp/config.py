@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -191,6 +191,16 @@ class TrackingConfig(StrictModel):
     experiment: str = "ragexp"
 
 
+class CacheConfig(StrictModel):
+    """ragexp's cache of LLM calls (see ``ragexp.llm.cache``)."""
+
+    dir: Path = Path(".ragexp-cache")
+    """Folder of the cache file, relative to the working directory."""
+    mode: Literal["readwrite", "read", "refresh", "off"] = "readwrite"
+    """`readwrite`: use and add entries; `read`: use, add none; `refresh`: make every call again
+    and store it; `off`: no cache."""
+
+
 class RunConfig(StrictModel):
     """The whole validated configuration of one run (one Hydra job)."""
 
@@ -203,6 +213,7 @@ class RunConfig(StrictModel):
     metric_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-metric options, `metric_options.<metric>.<option>`."""
     tracking: TrackingConfig = TrackingConfig()
+    cache: CacheConfig = CacheConfig()
 
     @field_validator("metrics")
     @classmethod

@@ -2,9 +2,10 @@
 
 Python and ragexp versions, the plugins, llama.cpp's build (what CPU features it was compiled to
 use, whether this CPU can run them) with a short probe of the bundled model, each backend the
-config uses (reachable or not, the models it serves), and the MLflow store. Every problem comes
-with the command that fixes it. Exit code 0 when all is well, 1 otherwise; ``--json`` for tools.
-Command-line overrides pick the config to check, as for a run: ``ragexp doctor llm=ollama``.
+config uses (reachable or not, the models it serves), the MLflow store and the call cache.
+Every problem comes with the command that fixes it. Exit code 0 when all is well, 1 otherwise;
+``--json`` for tools. Command-line overrides pick the config to check, as for a run:
+``ragexp doctor llm=ollama``.
 """
 
 from __future__ import annotations
@@ -238,6 +239,29 @@ def mlflow_check(config: RunConfig) -> Check:
     )
 
 
+def cache_check(config: RunConfig) -> Check:
+    from ragexp.llm.cache import cache_info
+
+    if config.cache.mode == "off":
+        return Check("cache", True, "off")
+    try:
+        info = cache_info(config.cache.dir)
+    except Exception as exc:  # a damaged or unreadable cache file is the finding itself
+        return Check(
+            "cache",
+            False,
+            f"{config.cache.dir}: {exc}",
+            fix=f"move {config.cache.dir} aside or set cache.dir",
+        )
+    models = ", ".join(f"{m['model']} {m['entries']}" for m in info["models"])
+    return Check(
+        "cache",
+        True,
+        f"{info['path']} ({config.cache.mode}): {info['entries']} calls, "
+        f"{info['bytes'] / 1e6:.1f} MB" + (f"; {models}" if models else ""),
+    )
+
+
 def gather(overrides: list[str]) -> list[Check]:
     """Every check, for the config the overrides select."""
     from ragexp.cli import compose_config
@@ -249,6 +273,7 @@ def gather(overrides: list[str]) -> list[Check]:
         return [*checks, Check("config", False, str(exc), fix="fix the override")]
     checks += asyncio.run(_llm_checks(config))
     checks.append(mlflow_check(config))
+    checks.append(cache_check(config))
     return checks
 
 

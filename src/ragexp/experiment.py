@@ -171,6 +171,12 @@ def _summary_line(summary: Summary, outcome: RunOutcome, run_dir: Path) -> str:
         for name, m in summary.metrics.items()
     )
     return (
-        f"ragexp: done in {outcome.wall_s:.1f} s ({outcome.llm_calls} LLM calls): {means}; "
+        f"ragexp: done in {outcome.wall_s:.1f} s ({calls_phrase(outcome)}): {means}; "
         f"report: {run_dir / 'report.md'}"
     )
+
+
+def calls_phrase(outcome: RunOutcome) -> str:
+    """``72 LLM calls`` or ``10 LLM calls, 62 from cache``."""
+    cached = f", {outcome.llm_cached} from cache" if outcome.llm_cached else ""
+    return f"{outcome.llm_calls} LLM calls{cached}"

@@ -15,6 +15,7 @@ from ragexp.config import RunConfig
 from ragexp.dataset import Case, Dataset
 from ragexp.errors import RagexpError
 from ragexp.llm.base import Endpoint, Message
+from ragexp.llm.cache import CallCache
 from ragexp.llm.pool import EndpointPool
 from ragexp.metrics import Judge, Metric, Sample, format_context
 from ragexp.plugins import Registry
@@ -31,6 +32,9 @@ class RunOutcome:
     backends: dict[str, str]
     """`generator` / `judge` -> backend name actually used (after `auto`)."""
     llm_calls: int
+    """Calls made to LLM backends (embedding calls included)."""
+    llm_cached: int = 0
+    """Calls served from the cache instead."""
 
 
 @dataclass
@@ -61,7 +65,8 @@ async def run_experiment(
     Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
     """
     start = time.perf_counter()
-    pool = EndpointPool(registry.backends)
+    cache = None if config.cache.mode == "off" else CallCache(config.cache.dir, config.cache.mode)
+    pool = EndpointPool(registry.backends, cache)
     try:
         metrics = [(registry.metrics[m], registry.owners[("metrics", m)]) for m in config.metrics]
         generator = pool.get("generator", config.generator)
@@ -107,9 +112,12 @@ async def run_experiment(
             model_ids={role: ep.model_id for role, ep in roles.items()},
             backends={role: ep.backend_name for role, ep in roles.items()},
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
+            llm_cached=sum(ep.cached for ep in pool.endpoints()),
         )
     finally:
         await pool.aclose()
+        if cache is not None:
+            cache.close()
 
 
 def render_prompt(
@@ -166,7 +174,7 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
 
 async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> MetricResult:
     calls: list[LLMCall] = []
-    judge = _judge_for(run.judge, metric.name, calls) if metric.needs_judge else None
+    judge = _judge_for(run.judge, metric, calls) if metric.needs_judge else None
     options = run.config.metric_options.get(metric.name, {})
     try:
         result = await metric.score(sample, judge, options)
@@ -179,20 +187,32 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> Metri
     return result.model_copy(update={"metric_version": metric.version, "calls": calls})
 
 
-def _judge_for(endpoint: Endpoint | None, metric: str, calls: list[LLMCall]) -> Judge:
+def _judge_for(endpoint: Endpoint | None, metric: Metric, calls: list[LLMCall]) -> Judge:
     assert endpoint is not None
 
     async def judge(prompt: str) -> str:
-        call = await _call(endpoint, [{"role": "user", "content": prompt}], role=f"judge:{metric}")
+        call = await _call(
+            endpoint,
+            [{"role": "user", "content": prompt}],
+            role=f"judge:{metric.name}",
+            metric=metric,
+        )
         calls.append(call)
         return call.text
 
     return judge
 
 
-async def _call(endpoint: Endpoint, messages: list[Message], role: str) -> LLMCall:
+async def _call(
+    endpoint: Endpoint, messages: list[Message], role: str, metric: Metric | None = None
+) -> LLMCall:
     start_ns = time.time_ns()
-    completion = await endpoint.chat(messages)
+    completion = await endpoint.chat(
+        messages,
+        role=role,
+        metric=metric.name if metric else None,
+        metric_version=metric.version if metric else None,
+    )
     return LLMCall(
         role=role,
         backend=endpoint.backend_name,
@@ -205,6 +225,7 @@ async def _call(endpoint: Endpoint, messages: list[Message], role: str) -> LLMCa
         latency_s=completion.latency_s,
         start_ns=start_ns,
         timings=dict(completion.timings),
+        cached=completion.cached,
     )
 
 

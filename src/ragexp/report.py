@@ -72,7 +72,7 @@ def render_report(
         f"chunks of {config.retriever.chunk_size} words |",
         f"| prompt | {config.prompt.name} |",
         f"| cases | {summary.n_cases} ({summary.n_errors} failed) |",
-        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls |",
+        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_cached(summary)} |",
         "",
     ]
     for note in warnings_for(config, backends):
@@ -123,6 +123,15 @@ def _case_section(case: CaseResult) -> list[str]:
         flag = "" if m.parse_ok else " (unparsed)"
         lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
     return [*lines, ""]
+
+
+def _cached(summary: Summary) -> str:
+    """``, 62 from cache (generate 24, judge:faithfulness 19, ...)`` when the cache served any."""
+    served = {role: c.cached for role, c in summary.calls.items() if c.cached}
+    if not served:
+        return ""
+    by_role = ", ".join(f"{role} {n}" for role, n in served.items())
+    return f", {sum(served.values())} from cache ({by_role})"
 
 
 def _quote(text: str) -> str:

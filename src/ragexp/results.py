@@ -40,6 +40,8 @@ class LLMCall(_Model):
     timings: dict[str, float] = Field(default_factory=dict)
     """What the backend measured itself, where it says (llama.cpp: ``prompt_eval_ms``,
     ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``)."""
+    cached: bool = False
+    """Served from ragexp's call cache (``latency_s`` is then the original call's)."""
 
 
 class MetricResult(_Model):

@@ -34,6 +34,15 @@ class MetricSummary(BaseModel):
     """Cases on which the metric raised."""
 
 
+class CallCount(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    made: int = 0
+    """Calls sent to the LLM backend."""
+    cached: int = 0
+    """Calls served from ragexp's call cache."""
+
+
 class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -41,6 +50,8 @@ class Summary(BaseModel):
     n_errors: int
     """Cases whose retrieval or generation failed."""
     metrics: dict[str, MetricSummary]
+    calls: dict[str, CallCount] = {}
+    """LLM calls by role (`generate`, `judge:<metric>`): made vs served from the cache."""
 
 
 def bootstrap_ci(
@@ -78,4 +89,18 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
             parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
             errors=sum(1 for r in results if r.error is not None),
         )
-    return Summary(n_cases=len(cases), n_errors=sum(1 for c in cases if c.error), metrics=metrics)
+    calls: dict[str, CallCount] = {}
+    for case in cases:
+        made = [case.generation] if case.generation else []
+        for call in made + [call for m in case.metrics.values() for call in m.calls]:
+            count = calls.setdefault(call.role, CallCount())
+            if call.cached:
+                count.cached += 1
+            else:
+                count.made += 1
+    return Summary(
+        n_cases=len(cases),
+        n_errors=sum(1 for c in cases if c.error),
+        metrics=metrics,
+        calls=dict(sorted(calls.items())),
+    )

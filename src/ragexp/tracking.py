@@ -61,7 +61,11 @@ def metric_values(record: RunRecord) -> dict[str, float]:
         "n_errors": record.summary.n_errors,
         "wall_time_s": record.wall_s,
         "llm_calls": record.llm_calls,
+        "llm_calls_cached": sum(c.cached for c in record.summary.calls.values()),
     }
+    for role, calls in record.summary.calls.items():
+        values[f"calls/{_metric_key(role)}/made"] = calls.made
+        values[f"calls/{_metric_key(role)}/cached"] = calls.cached
     for name, m in record.summary.metrics.items():
         if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
             values[f"{name}/mean"] = m.mean
@@ -209,7 +213,7 @@ def _log_traces(mlflow: Any, config: RunConfig, cases: Sequence[CaseResult]) -> 
 def _call_span(mlflow: Any, root: Any, call: LLMCall) -> int:
     from mlflow.entities import SpanType
 
-    end_ns = call.start_ns + int(call.latency_s * 1e9)
+    end_ns = call.start_ns + (0 if call.cached else int(call.latency_s * 1e9))
     span = mlflow.start_span_no_context(
         call.role,
         span_type=SpanType.CHAT_MODEL if call.role == "generate" else SpanType.LLM,
@@ -221,6 +225,7 @@ def _call_span(mlflow: Any, root: Any, call: LLMCall) -> int:
             "model_id": call.model_id,
             "prompt_tokens": call.prompt_tokens,
             "completion_tokens": call.completion_tokens,
+            "cached": call.cached,
         },
         start_time_ns=call.start_ns,
     )

@@ -6,9 +6,12 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ragexp.config import LLMConfig
+
+if TYPE_CHECKING:
+    from ragexp.llm.cache import CallCache
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": ...}``."""
@@ -27,6 +30,8 @@ class Completion:
     timings: Mapping[str, float] = field(default_factory=dict)
     """Backend-measured timings where it reports them, e.g. llama.cpp's ``prompt_eval_ms``,
     ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``."""
+    cached: bool = False
+    """Served from ragexp's call cache; ``latency_s`` is then the original call's."""
 
 
 class Backend(Protocol):
@@ -83,11 +88,51 @@ class Endpoint:
     semaphore: asyncio.Semaphore
     model_id: str = ""
     calls: int = field(default=0)
+    """Calls made to the backend (cache hits not included)."""
+    cached: int = field(default=0)
+    """Calls served from the cache."""
+    cache: CallCache | None = None
 
-    async def chat(self, messages: Sequence[Message]) -> Completion:
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str = "generate",
+        metric: str | None = None,
+        metric_version: str | None = None,
+        replicate: int = 0,
+    ) -> Completion:
+        """One chat call, from the cache when it holds the same call (same model identity,
+        messages, decoding options, replicate and, for judges, metric and version)."""
+        from ragexp.llm.cache import call_key, decoding_options
+
+        key = None
+        if self.cache is not None:
+            key = call_key(
+                backend=self.backend_name,
+                model_id=self.model_id,
+                messages=messages,
+                options=decoding_options(self.config),
+                replicate=replicate,
+                metric=metric,
+                metric_version=metric_version,
+            )
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cached += 1
+                return hit
         async with self.semaphore:
             self.calls += 1
-            return await self.backend.chat(messages)
+            completion = await self.backend.chat(messages)
+        if self.cache is not None and key is not None:
+            self.cache.put(
+                key,
+                backend=self.backend_name,
+                model=self.config.model,
+                role=role,
+                completion=completion,
+            )
+        return completion
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         async with self.semaphore:

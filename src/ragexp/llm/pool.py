@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from ragexp.config import LLMConfig
 from ragexp.errors import ConfigError
 from ragexp.llm.base import BackendSpec, Endpoint, resolve_backend_name
+from ragexp.llm.cache import CallCache
 
 
 class EndpointPool:
-    def __init__(self, specs: Mapping[str, BackendSpec]) -> None:
+    def __init__(self, specs: Mapping[str, BackendSpec], cache: CallCache | None = None) -> None:
         self.specs = dict(specs)
+        self.cache = cache
         self._endpoints: dict[tuple[str, LLMConfig], Endpoint] = {}
         self._semaphores: dict[tuple[str, str], asyncio.Semaphore] = {}
 
@@ -31,7 +33,7 @@ class EndpointPool:
                 raise ConfigError(f"{path}.{exc}") from None
             server = (name, config.resolved_base_url())
             semaphore = self._semaphores.setdefault(server, asyncio.Semaphore(config.concurrency))
-            self._endpoints[key] = Endpoint(backend, config, name, semaphore)
+            self._endpoints[key] = Endpoint(backend, config, name, semaphore, cache=self.cache)
         return self._endpoints[key]
 
     def endpoints(self) -> list[Endpoint]:

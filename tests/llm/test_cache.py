@@ -1,0 +1,221 @@
+"""The LLM-call cache: what its key covers, its modes, several processes at once, and runs that
+reuse every call they already made."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.cli_run import run_ragexp
+from tests.ollama_server import FakeOllama
+
+from ragexp.llm.base import Completion
+from ragexp.llm.cache import CallCache, call_key
+
+BASE: dict[str, Any] = {
+    "backend": "ollama",
+    "model_id": "sha256:aaaa",
+    "messages": [{"role": "user", "content": "Is it supported?"}],
+    "options": {"temperature": 0.0, "seed": 42, "num_ctx": 4096, "max_tokens": 64},
+    "replicate": 0,
+    "metric": "faithfulness",
+    "metric_version": "1",
+}
+
+
+def _completion(text: str = "YES") -> Completion:
+    return Completion(text, 10, 1, 0.25, "sha256:aaaa", timings={"eval_ms": 5.0})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("backend", "openai"),
+        ("model_id", "sha256:bbbb"),  # same name, another digest: another model
+        ("messages", [{"role": "user", "content": "Is it supported? "}]),
+        ("options", {**BASE["options"], "temperature": 0.7}),
+        ("options", {**BASE["options"], "seed": 43}),
+        ("options", {**BASE["options"], "num_ctx": 8192}),
+        ("options", {**BASE["options"], "max_tokens": 65}),
+        ("replicate", 1),
+        ("metric", "answer_relevance"),
+        ("metric_version", "2"),
+    ],
+)
+def test_key_changes_with_everything_that_changes_the_output(field: str, value: Any) -> None:
+    assert call_key(**{**BASE, field: value}) != call_key(**BASE)
+
+
+def test_key_is_stable_and_ignores_option_order() -> None:
+    reordered = {**BASE, "options": dict(reversed(list(BASE["options"].items())))}
+    assert call_key(**reordered) == call_key(**BASE)
+    assert len(call_key(**BASE)) == 64
+
+
+def test_round_trip_keeps_the_answer_and_marks_it_cached(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path)
+    key = call_key(**BASE)
+    assert cache.get(key) is None
+    cache.put(key, backend="ollama", model="qwen2.5:7b", role="judge:x", completion=_completion())
+    hit = cache.get(key)
+    assert hit is not None and hit.cached
+    assert (hit.text, hit.prompt_tokens, hit.completion_tokens) == ("YES", 10, 1)
+    assert hit.latency_s == 0.25 and hit.timings == {"eval_ms": 5.0}
+    cache.close()
+
+
+def test_modes(tmp_path: Path) -> None:
+    key = call_key(**BASE)
+    read_only = CallCache(tmp_path, "read")
+    read_only.put(key, backend="b", model="m", role="r", completion=_completion())
+    assert read_only.get(key) is None  # read adds nothing
+    refresh = CallCache(tmp_path, "refresh")
+    refresh.put(key, backend="b", model="m", role="r", completion=_completion("NO"))
+    assert refresh.get(key) is None  # refresh never serves, only stores
+    assert CallCache(tmp_path, "read").get(key) is not None
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from ragexp.llm.base import Completion
+from ragexp.llm.cache import CallCache
+cache = CallCache(Path(sys.argv[1]))
+me, other = sys.argv[2], sys.argv[3]
+for i in range(300):
+    cache.put(f"{me}-{i}", backend="b", model="m", role="r",
+              completion=Completion(f"{me}{i}", 1, 1, 0.0, "id"))
+    cache.get(f"{other}-{i}")
+print(sum(cache.get(f"{other}-{i}") is not None for i in range(300)))
+"""
+
+
+def test_two_processes_write_and_read_at_once(tmp_path: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), me, other],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me, other in (("a", "b"), ("b", "a"))
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    # each saw every entry of the other once both had finished writing
+    cache = CallCache(tmp_path, "read")
+    assert all(cache.get(f"{w}-{i}") is not None for w in "ab" for i in range(300))
+
+
+def _run(cwd: Path, server: FakeOllama, *overrides: str) -> dict[str, Any]:
+    result = run_ragexp(
+        "llm=ollama",
+        "dataset.limit=4",
+        "tracking.enabled=false",
+        "hydra.run.dir=outputs/${now:%H-%M-%S-%f}",
+        *overrides,
+        cwd=cwd,
+        env={"OLLAMA_HOST": server.url},
+    )
+    assert result.returncode == 0, result.stderr
+    [summary_path] = sorted(cwd.glob("outputs/*/summary.json"), key=lambda p: p.stat().st_mtime)[
+        -1:
+    ]
+    return {"stderr": result.stderr, "summary": json.loads(summary_path.read_text())}
+
+
+def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(tmp_path: Path) -> None:
+    with FakeOllama(models=["llama3.2:3b", "qwen2.5:7b"]) as server:
+        first = _run(tmp_path, server)
+        assert len(server.requests_to("/api/chat")) == 4 * 3
+        server.clear_requests()
+
+        again = _run(tmp_path, server)
+        assert server.requests_to("/api/chat") == []
+        assert "(0 LLM calls, 12 from cache)" in again["stderr"]
+        assert again["summary"]["calls"] == {
+            "generate": {"made": 0, "cached": 4},
+            "judge:answer_relevance": {"made": 0, "cached": 4},
+            "judge:faithfulness": {"made": 0, "cached": 4},
+        }
+        assert again["summary"]["metrics"] == first["summary"]["metrics"]
+
+        other_judge = _run(tmp_path, server, "judge.model=qwen2.5:7b")
+        chats = server.requests_to("/api/chat")
+        assert {r.body["model"] for r in chats} == {"qwen2.5:7b"}  # no generation repeated
+        assert len(chats) == 4 * 2
+        assert other_judge["summary"]["calls"]["generate"] == {"made": 0, "cached": 4}
+        server.clear_requests()
+
+        _run(tmp_path, server, "cache.mode=off")
+        assert len(server.requests_to("/api/chat")) == 4 * 3
+
+
+def test_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ragexp",
+                "llm=ollama",
+                "tracking.enabled=false",
+                "hydra.run.dir=outputs/first",
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "OLLAMA_HOST": server.url, "RAGEXP_LOAD_PLUGINS": ""},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        cases = tmp_path / "outputs/first/cases.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if cases.exists() and len(cases.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        made_first = len(server.requests_to("/api/chat"))
+        assert 0 < made_first < 24 * 3
+        server.clear_requests()
+        resumed = _run(tmp_path, server, "dataset.limit=null")
+    assert len(server.requests_to("/api/chat")) == 24 * 3 - made_first
+    cached = sum(c["cached"] for c in resumed["summary"]["calls"].values())
+    assert cached == made_first
+
+
+def test_cache_info_and_prune_commands(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c")
+    for i, model in enumerate(["qwen2.5:7b", "qwen2.5:7b", "llama3.2:3b"]):
+        cache.put(
+            f"k{i}",
+            backend="ollama",
+            model=model,
+            role="generate",
+            completion=Completion("x", 1, 1, 2.0, f"digest-{model}"),
+        )
+    cache._db.execute("UPDATE calls SET created = created - 40 * 86400 WHERE key = 'k0'")
+    cache.close()
+    info = run_ragexp("cache", "info", "--json", "--dir", "c", cwd=tmp_path)
+    data = json.loads(info.stdout)
+    assert data["entries"] == 3 and data["roles"] == {"generate": 3}
+    assert {m["model"]: m["entries"] for m in data["models"]} == {"llama3.2:3b": 1, "qwen2.5:7b": 2}
+    assert {m["model"]: m["call_seconds"] for m in data["models"]}["qwen2.5:7b"] == 4.0
+    old = run_ragexp("cache", "prune", "--older-than", "30", "--dir", "c", cwd=tmp_path)
+    assert old.stdout.strip() == "ragexp: removed 1 cached call from c"
+    by_model = run_ragexp("cache", "prune", "--model", "llama3.2:3b", "--dir", "c", cwd=tmp_path)
+    assert by_model.stdout.strip() == "ragexp: removed 1 cached call from c"
+    text = run_ragexp("cache", "info", "--dir", "c", cwd=tmp_path).stdout
+    assert text.startswith(f"{tmp_path / 'c' / 'calls.sqlite'}: 1 calls")
+    assert "qwen2.5:7b (digest-qwen2.5:7b): 1 calls worth 2.0 s" in text
+    bad = run_ragexp("cache", "prune", "--dir", "c", cwd=tmp_path)
+    assert bad.returncode == 2 and "prune needs --older-than" in bad.stderr
