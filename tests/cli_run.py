@@ -27,3 +27,29 @@ def mlflow_runs(cwd: Path, experiment: str = "ragexp") -> list:  # type: ignore[
 
     mlflow.set_tracking_uri(f"sqlite:///{cwd / 'mlflow.db'}")
     return list(mlflow.search_runs(experiment_names=[experiment], output_format="list"))
+
+
+def interrupt_after_cases(
+    n_cases: int, *args: str, cwd: Path, run_dir: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Start `python -m ragexp`, press Ctrl-C once `<run_dir>/cases.jsonl` holds ``n_cases``
+    lines (or after 60 s), and wait for it to end."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragexp", *args, f"hydra.run.dir={run_dir}"],
+        cwd=cwd,
+        env={**os.environ, "RAGEXP_LOAD_PLUGINS": "", **(env or {})},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    cases = cwd / run_dir / "cases.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if cases.exists() and len(cases.read_text().splitlines()) >= n_cases:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import mlflow_runs, run_ragexp
+from tests.cli_run import interrupt_after_cases, mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
 
 MODELS = ["llama3.2:3b", "qwen2.5:7b"]
@@ -199,32 +199,15 @@ def test_retrieval_metrics_everywhere(tmp_path: Path) -> None:
 
 
 def test_interrupted_run_keeps_finished_cases(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     with FakeOllama(models=MODELS, delay_s=0.3) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragexp", "llm=ollama", "hydra.run.dir=outputs/run"],
-            cwd=tmp_path,
-            env={**os.environ, "OLLAMA_HOST": server.url, "RAGEXP_LOAD_PLUGINS": ""},
-            stderr=subprocess.PIPE,
-            text=True,
+        result = interrupt_after_cases(
+            2, "llm=ollama", cwd=tmp_path, run_dir="outputs/run", env={"OLLAMA_HOST": server.url}
         )
-        cases = tmp_path / "outputs/run/cases.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cases.exists() and len(cases.read_text().splitlines()) >= 2:
-                break
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130
-    assert "Traceback" not in stderr
-    assert "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)" in stderr
-    assert "ragexp: interrupted; finished cases are kept in" in stderr
+    assert result.returncode == 130
+    assert "Traceback" not in result.stderr
+    assert "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)" in result.stderr
+    assert "ragexp: interrupted; finished cases are kept in" in result.stderr
+    cases = tmp_path / "outputs/run/cases.jsonl"
     kept = [json.loads(line) for line in cases.read_text().splitlines()]
     assert 2 <= len(kept) < 24 and all(c["answer"] for c in kept)
 

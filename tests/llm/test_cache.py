@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli_run import run_ragexp
+from tests.cli_run import interrupt_after_cases, run_ragexp
 from tests.ollama_server import FakeOllama
 
 from ragexp.llm.base import Completion
@@ -156,34 +156,16 @@ def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(tmp_path: Pa
 
 
 def test_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path) -> None:
-    import os
-    import signal
-    import time
-
     with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ragexp",
-                "llm=ollama",
-                "tracking.enabled=false",
-                "hydra.run.dir=outputs/first",
-            ],
+        first = interrupt_after_cases(
+            2,
+            "llm=ollama",
+            "tracking.enabled=false",
             cwd=tmp_path,
-            env={**os.environ, "OLLAMA_HOST": server.url, "RAGEXP_LOAD_PLUGINS": ""},
-            stderr=subprocess.PIPE,
-            text=True,
+            run_dir="outputs/first",
+            env={"OLLAMA_HOST": server.url},
         )
-        cases = tmp_path / "outputs/first/cases.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cases.exists() and len(cases.read_text().splitlines()) >= 2:
-                break
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
-        assert proc.returncode == 130
+        assert first.returncode == 130
         made_first = len(server.requests_to("/api/chat"))
         assert 0 < made_first < 24 * 3
         server.clear_requests()
