@@ -30,11 +30,15 @@ def mlflow_runs(cwd: Path, experiment: str = "ragexp") -> list:  # type: ignore[
 
 
 def interrupt_after_cases(
-    n_cases: int, *args: str, cwd: Path, run_dir: str, env: dict[str, str] | None = None
+    n_cases: int,
+    *args: str,
+    cwd: Path,
+    run_dir: str,
+    env: dict[str, str] | None = None,
+    sig: int = 2,
 ) -> subprocess.CompletedProcess[str]:
-    """Start `python -m ragexp`, press Ctrl-C once `<run_dir>/cases.jsonl` holds ``n_cases``
-    lines (or after 60 s), and wait for it to end."""
-    import signal
+    """Start `python -m ragexp`, send ``sig`` (default SIGINT, a Ctrl-C) once
+    `<run_dir>/cases.jsonl` holds ``n_cases`` lines (or after 60 s), and wait for it to end."""
     import time
 
     proc = subprocess.Popen(
@@ -50,6 +54,6 @@ def interrupt_after_cases(
         if cases.exists() and len(cases.read_text().splitlines()) >= n_cases:
             break
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr)

@@ -283,3 +283,40 @@ def test_native_crash_stops_the_run_with_one_line_and_keeps_finished_cases(
     # 8 calls before the crash: 2 cases finished (3 calls each), nothing half-done recorded
     assert 1 <= len(kept) <= 2 and all(c["error"] is None and c["answer"] for c in kept)
     assert not (tmp_path / "mlflow.db").exists() or not mlflow_runs(tmp_path)
+
+
+def test_sigterm_stops_like_ctrl_c_and_the_rerun_makes_only_missing_calls(tmp_path: Path) -> None:
+    """SIGTERM is what `timeout`, SLURM and Kubernetes send: cases in flight finish, the finished
+    ones are kept, exit code 143; running the command again resumes from the call cache."""
+    import signal
+
+    with FakeOllama(models=MODELS, delay_s=0.3) as server:
+        result = interrupt_after_cases(
+            2,
+            "llm=ollama",
+            "tracking.enabled=false",
+            cwd=tmp_path,
+            run_dir="outputs/run",
+            env={"OLLAMA_HOST": server.url},
+            sig=signal.SIGTERM,
+        )
+        made_first = len(server.requests_to("/api/chat"))
+        server.clear_requests()
+        again = run_ragexp(
+            "llm=ollama",
+            "tracking.enabled=false",
+            "hydra.run.dir=outputs/again",
+            cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )
+        made_again = len(server.requests_to("/api/chat"))
+    assert result.returncode == 143
+    assert "Traceback" not in result.stderr
+    assert "ragexp: stopping after the cases in flight (the signal again to stop now)" in (
+        result.stderr
+    )
+    kept = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
+    assert 2 <= len(kept) < 24
+    assert again.returncode == 0
+    assert made_again == 24 * 3 - made_first
+    assert f"({made_again} LLM calls, {made_first} from cache)" in again.stderr

@@ -31,12 +31,12 @@ def _job(cfg: DictConfig) -> float | None:
         summary = run_job(cfg, Path(hc.runtime.output_dir), run_name=run_name)
     except RagexpError as exc:
         fail(exc)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(
             f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl",
             file=sys.stderr,
         )
-        sys.exit(130)
+        sys.exit(getattr(exc, "exit_code", 130))
     first = next(iter(summary.metrics.values()), None)
     return first.mean if first else None
 

@@ -71,7 +71,7 @@ def run_job(
 
     stop = threading.Event()
     try:
-        with _graceful_interrupt(stop):
+        with _graceful_interrupt(stop) as received:
             outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case, stop=stop))
     except RagexpError as exc:
         if exc.stops_run:
@@ -82,7 +82,7 @@ def run_job(
     finally:
         case_log.close()
     if stop.is_set():
-        raise KeyboardInterrupt
+        raise Interrupted(received[0] if received else signal.SIGINT)
     summary = summarize(outcome.cases, config.metrics)
     report = render_report(
         config,
@@ -117,27 +117,40 @@ def run_job(
     return summary
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; ``exit_code`` is the shell's 128 + signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
 @contextmanager
-def _graceful_interrupt(stop: threading.Event) -> Iterator[None]:
-    """First Ctrl-C: finish the cases in flight, start no more. Second: stop at once."""
+def _graceful_interrupt(stop: threading.Event) -> Iterator[list[int]]:
+    """First Ctrl-C or SIGTERM (what `timeout`, SLURM and Kubernetes send): finish the cases in
+    flight, start no more. A second one: stop at once. Yields the signals received."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         if stop.is_set():
-            raise KeyboardInterrupt
+            raise Interrupted(signum)
+        received.append(signum)
         stop.set()
+        again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
         print(
-            "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)",
+            f"ragexp: stopping after the cases in flight ({again} again to stop now)",
             file=sys.stderr,
         )
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _track(

@@ -201,3 +201,19 @@ def test_cache_info_and_prune_commands(tmp_path: Path) -> None:
     assert "qwen2.5:7b (digest-qwen2.5:7b): 1 calls worth 2.0 s" in text
     bad = run_ragexp("cache", "prune", "--dir", "c", cwd=tmp_path)
     assert bad.returncode == 2 and "prune needs --older-than" in bad.stderr
+
+
+def test_a_top_k_change_embeds_nothing_again(tmp_path: Path) -> None:
+    """Dense retrieval: each text's embedding is cached, corpus and questions alike."""
+    with FakeOllama(models=["llama3.2:3b", "nomic-embed-text"]) as server:
+        _run(tmp_path, server, "retriever=dense", "retriever.top_k=3")
+        embedded_texts = sum(len(r.body["input"]) for r in server.requests_to("/api/embed"))
+        assert embedded_texts > 4  # the corpus' chunks and the 4 questions
+        server.clear_requests()
+        second = _run(tmp_path, server, "retriever=dense", "retriever.top_k=5")
+        assert server.requests_to("/api/embed") == []
+        # new retrieved context, so new generations and judgements
+        assert second["summary"]["calls"]["generate"]["made"] == 4
+        server.clear_requests()
+        _run(tmp_path, server, "retriever=dense", "retriever.chunk_size=30")
+        assert server.requests_to("/api/embed")  # other chunks: embedded anew

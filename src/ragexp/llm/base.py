@@ -135,9 +135,41 @@ class Endpoint:
         return completion
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text; texts embedded before by the same model come from the cache, the
+        rest go to the backend in one call (so a corpus is embedded once, whatever top_k)."""
+        from ragexp.llm.cache import call_key
+
+        keys = [
+            call_key(
+                backend=self.backend_name,
+                model_id=self.model_id,
+                messages=[{"role": "embed", "content": text}],
+                options={},
+            )
+            for text in texts
+        ]
+        found = [self.cache.get_vector(k) if self.cache else None for k in keys]
+        missing = [i for i, vector in enumerate(found) if vector is None]
+        if not missing:
+            self.cached += 1
+            return [v for v in found if v is not None]
+        start = time.perf_counter()
         async with self.semaphore:
             self.calls += 1
-            return await self.backend.embed(texts)
+            fresh = await self.backend.embed([texts[i] for i in missing])
+        share = (time.perf_counter() - start) / len(missing)
+        for i, vector in zip(missing, fresh, strict=True):
+            found[i] = vector
+            if self.cache is not None:
+                self.cache.put_vector(
+                    keys[i],
+                    backend=self.backend_name,
+                    model=self.config.model,
+                    model_id=self.model_id,
+                    vector=vector,
+                    latency_s=share,
+                )
+        return [v for v in found if v is not None]
 
 
 def elapsed_since(start: float) -> float:

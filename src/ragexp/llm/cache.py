@@ -100,12 +100,9 @@ class CallCache:
         return self.mode in ("readwrite", "refresh")
 
     def get(self, key: str) -> Completion | None:
-        if not self.reads:
+        data = self._read(key)
+        if data is None:
             return None
-        row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        data = json.loads(row[0])
         return Completion(
             text=data["text"],
             prompt_tokens=data.get("prompt_tokens"),
@@ -118,8 +115,6 @@ class CallCache:
 
     def put(self, key: str, *, backend: str, model: str, role: str, completion: Completion) -> None:
         """Store one finished call: its answer, and when and how long it took."""
-        if not self.writes:
-            return
         data = {
             "text": completion.text,
             "prompt_tokens": completion.prompt_tokens,
@@ -128,18 +123,46 @@ class CallCache:
             "model_id": completion.model_id,
             "timings": dict(completion.timings),
         }
+        self._write(key, backend, model, completion.model_id, role, data, completion.latency_s)
+
+    def get_vector(self, key: str) -> list[float] | None:
+        data = self._read(key)
+        return None if data is None else [float(x) for x in data["vector"]]
+
+    def put_vector(
+        self,
+        key: str,
+        *,
+        backend: str,
+        model: str,
+        model_id: str,
+        vector: Sequence[float],
+        latency_s: float,
+    ) -> None:
+        """Store one text's embedding (``latency_s``: its share of the batch call)."""
+        self._write(key, backend, model, model_id, "embed", {"vector": list(vector)}, latency_s)
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        if not self.reads:
+            return None
+        row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def _write(
+        self,
+        key: str,
+        backend: str,
+        model: str,
+        model_id: str,
+        role: str,
+        data: Mapping[str, Any],
+        latency_s: float,
+    ) -> None:
+        if not self.writes:
+            return
         self._db.execute(
             "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                backend,
-                model,
-                completion.model_id,
-                role,
-                json.dumps(data),
-                completion.latency_s,
-                time.time(),
-            ),
+            (key, backend, model, model_id, role, json.dumps(data), latency_s, time.time()),
         )
 
     def close(self) -> None:
