@@ -102,3 +102,11 @@ def test_existing_mlflow_store_shows_experiment_and_runs(tmp_path: Path) -> None
     [check] = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "mlflow"]
     assert check["ok"]
     assert f"experiment 'ragexp' ({experiment.experiment_id}), 1 runs" in check["detail"]
+
+
+def test_each_problem_ends_with_what_to_do(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = run_ragexp("doctor", "llm=ollama", cwd=tmp_path, env={"OLLAMA_HOST": url})
+    problems = result.stdout.split("problem(s):\n", 1)[1].strip().splitlines()
+    fix = "start it with `ollama serve`, or set OLLAMA_HOST / base_url"
+    assert problems == [f"- generator: {fix}", f"- judge: {fix}"]

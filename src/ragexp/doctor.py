@@ -41,6 +41,14 @@ class Check:
     """What to run or change when ``ok`` is False."""
 
 
+def _fix(exc: Exception) -> str:
+    """The actionable part of a ragexp error: what follows its last '; ' (ragexp's messages end
+    with what to run or change), else the whole message."""
+    message = str(exc)
+    head, sep, tail = message.rpartition("; ")
+    return tail if sep and head else message
+
+
 def _version(dist: str) -> str | None:
     try:
         return version(dist)
@@ -81,7 +89,7 @@ def system_checks() -> list[Check]:
         )
         checks.append(Check("plugins", True, listed or "none besides ragexp's own"))
     except RagexpError as exc:
-        checks.append(Check("plugins", False, str(exc), fix="see the message"))
+        checks.append(Check("plugins", False, str(exc), fix=_fix(exc)))
     return checks
 
 
@@ -139,9 +147,7 @@ async def _llama_checks(config: LLMConfig) -> list[Check]:
         )
         return checks
     except RagexpError as exc:
-        return [
-            Check("llama.cpp", False, f"llama-cpp-python {installed}: {exc}", fix="see the message")
-        ]
+        return [Check("llama.cpp", False, f"llama-cpp-python {installed}: {exc}", fix=_fix(exc))]
     finally:
         await backend.aclose()
 
@@ -162,7 +168,7 @@ async def _backend_check(role: str, config: LLMConfig) -> Check:
     try:
         backend = specs[name].factory(config)
     except RagexpError as exc:
-        return Check(role, False, f"{label}: {exc}", fix="see the message")
+        return Check(role, False, f"{label}: {exc}", fix=_fix(exc))
     try:
         served_models = getattr(backend, "served_models", None)
         served: list[str] = await served_models() if served_models else []
@@ -170,11 +176,11 @@ async def _backend_check(role: str, config: LLMConfig) -> Check:
         try:
             model_id = await backend.preflight()
         except RagexpError as exc:
-            return Check(role, False, f"{label}{url}: {exc}", fix="see the message")
+            return Check(role, False, f"{label}{url}: {exc}", fix=_fix(exc))
         listing = f"; serves {', '.join(served[:8])}" + (" …" if len(served) > 8 else "")
         return Check(role, True, f"{label}{url}: ok ({model_id[:19]}){listing if served else ''}")
     except RagexpError as exc:
-        return Check(role, False, f"{label}: {exc}", fix="see the message")
+        return Check(role, False, f"{label}: {exc}", fix=_fix(exc))
     finally:
         await backend.aclose()
 
@@ -270,7 +276,7 @@ def gather(overrides: list[str]) -> list[Check]:
     try:
         config = compose_config(overrides)
     except RagexpError as exc:
-        return [*checks, Check("config", False, str(exc), fix="fix the override")]
+        return [*checks, Check("config", False, str(exc), fix=_fix(exc))]
     checks += asyncio.run(_llm_checks(config))
     checks.append(mlflow_check(config))
     checks.append(cache_check(config))
