@@ -15,7 +15,7 @@ from tests.conftest import FAKE_LLAMA
 
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound, NativeCodeError
-from ragexp.llm import embedded
+from ragexp.llm import embedded, embedded_process
 from ragexp.llm.base import Completion
 from ragexp.llm.embedded import EmbeddedBackend, gguf_path
 from ragexp.llm.native import reinstall_command
@@ -182,7 +182,7 @@ def test_queued_prompts_sharing_a_prefix_run_back_to_back(fake_llama: pytest.Mon
 
 
 def test_shared_prefix_counts_leading_characters() -> None:
-    assert embedded.shared_prefix("abcd", "abxy") == 2
-    assert embedded.shared_prefix("abc", "abc") == 3
-    assert embedded.shared_prefix("", "abc") == 0
-    assert embedded.shared_prefix("a/b/cd", "a/b/ce") == 5  # characters, not path parts
+    assert embedded_process.shared_prefix("abcd", "abxy") == 2
+    assert embedded_process.shared_prefix("abc", "abc") == 3
+    assert embedded_process.shared_prefix("", "abc") == 0
+    assert embedded_process.shared_prefix("a/b/cd", "a/b/ce") == 5  # characters, not path parts
