@@ -77,3 +77,8 @@ class CaseResult(_Model):
     generation: LLMCall | None = None
     """The generator call: tokens, latency, model identity."""
     retrieve_ns: tuple[int, int] | None = Field(default=None, exclude=True)
+
+    def llm_calls(self) -> list[LLMCall]:
+        """Every LLM call behind this case: the generation, then each metric's judge calls."""
+        calls = [self.generation] if self.generation else []
+        return calls + [call for m in self.metrics.values() for call in m.calls]

@@ -91,8 +91,7 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
         )
     calls: dict[str, CallCount] = {}
     for case in cases:
-        made = [case.generation] if case.generation else []
-        for call in made + [call for m in case.metrics.values() for call in m.calls]:
+        for call in case.llm_calls():
             count = calls.setdefault(call.role, CallCount())
             if call.cached:
                 count.cached += 1

@@ -176,10 +176,8 @@ def _log_traces(mlflow: Any, config: RunConfig, cases: Sequence[CaseResult]) -> 
                 ],
                 end_time_ns=case.retrieve_ns[1],
             )
-        calls = [case.generation] if case.generation else []
-        calls += [call for m in case.metrics.values() for call in m.calls]
         end = start
-        for call in calls:
+        for call in case.llm_calls():
             end = max(end or 0, _call_span(mlflow, root, call))
         root.end(
             outputs={"answer": case.answer, "error": case.error},
