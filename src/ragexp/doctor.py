@@ -128,7 +128,6 @@ async def _llama_checks(config: LLMConfig) -> list[Check]:
                 f"({portable}; baseline {' '.join(sorted(baseline)) or 'n/a'})",
             )
         ]
-        await backend.preflight()
         completion = await backend.chat([{"role": "user", "content": PROBE_PROMPT}])
         t = completion.timings
         rate = ""
@@ -165,6 +164,8 @@ async def _backend_check(role: str, config: LLMConfig) -> Check:
             fix=f"set {role}.backend to one of: {', '.join(sorted(specs))}",
         )
     label = f"{name} {config.model}"
+    if name != "embedded":
+        label += f" at {config.resolved_base_url()}"
     try:
         backend = specs[name].factory(config)
     except RagexpError as exc:
@@ -172,26 +173,22 @@ async def _backend_check(role: str, config: LLMConfig) -> Check:
     try:
         served_models = getattr(backend, "served_models", None)
         served: list[str] = await served_models() if served_models else []
-        url = f" at {config.resolved_base_url()}" if name != "embedded" else ""
-        try:
-            model_id = await backend.preflight()
-        except RagexpError as exc:
-            return Check(role, False, f"{label}{url}: {exc}", fix=_fix(exc))
-        listing = f"; serves {', '.join(served[:8])}" + (" …" if len(served) > 8 else "")
-        return Check(role, True, f"{label}{url}: ok ({model_id[:19]}){listing if served else ''}")
+        model_id = await backend.preflight()
     except RagexpError as exc:
         return Check(role, False, f"{label}: {exc}", fix=_fix(exc))
     finally:
         await backend.aclose()
+    listing = f"; serves {', '.join(served[:8])}" + (" …" if len(served) > 8 else "")
+    return Check(role, True, f"{label}: ok ({model_id[:19]}){listing if served else ''}")
 
 
 async def _llm_checks(config: RunConfig) -> list[Check]:
     roles: dict[str, LLMConfig] = {"generator": config.generator, "judge": config.judge}
     if config.retriever.kind == "dense":
         roles["retriever.embedder"] = config.retriever.embedder
-    checks: list[Check] = []
     from ragexp.plugins import registry
 
+    checks: list[Check] = []
     specs = list(registry().backends.values())
     embedded = [c for c in roles.values() if resolve_backend_name(c, specs) == "embedded"]
     if embedded:
