@@ -210,6 +210,23 @@ def test_interrupted_run_keeps_finished_cases(tmp_path: Path) -> None:
     cases = tmp_path / "outputs/run/cases.jsonl"
     kept = [json.loads(line) for line in cases.read_text().splitlines()]
     assert 2 <= len(kept) < 24 and all(c["answer"] for c in kept)
+    summary = json.loads((tmp_path / "outputs/run/summary.json").read_text())
+    assert (summary["status"], summary["n_cases"], summary["n_planned"]) == (
+        "interrupted",
+        len(kept),
+        24,
+    )
+    report = (tmp_path / "outputs/run/report.md").read_text()
+    assert f"**Interrupted:** the run stopped after {len(kept)} of 24 cases" in report
+    [run] = mlflow_runs(tmp_path)  # ended KILLED, never left RUNNING, with what finished
+    assert run.info.status == "KILLED" and run.data.tags["ragexp.status"] == "interrupted"
+    assert run.data.metrics["n_cases"] == len(kept)
+    import mlflow
+
+    traces = mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list"
+    )
+    assert len(traces) == len(kept)
 
 
 def test_openai_compatible_server_and_dense_retrieval(tmp_path: Path) -> None:
@@ -282,7 +299,8 @@ def test_native_crash_stops_the_run_with_one_line_and_keeps_finished_cases(
     assert last.endswith(f"its {kept_phrase} kept in {cases})")
     # 8 calls before the crash: 2 cases finished (3 calls each), nothing half-done recorded
     assert 1 <= len(kept) <= 2 and all(c["error"] is None and c["answer"] for c in kept)
-    assert not (tmp_path / "mlflow.db").exists() or not mlflow_runs(tmp_path)
+    [run] = mlflow_runs(tmp_path)  # ended FAILED with its finished cases, never left RUNNING
+    assert run.info.status == "FAILED" and run.data.tags["ragexp.status"] == "failed"
 
 
 def test_sigterm_stops_like_ctrl_c_and_the_rerun_makes_only_missing_calls(tmp_path: Path) -> None:

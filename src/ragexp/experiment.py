@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import signal
 import sys
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -25,6 +26,10 @@ from ragexp.plugins import Registry, registry
 from ragexp.report import render_report
 from ragexp.results import CaseResult
 from ragexp.stats import Summary, summarize
+
+if TYPE_CHECKING:
+    from ragexp.tracking import Tracker
+    from ragexp.tracking.writer import RunStatus
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
@@ -45,7 +50,8 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
 def run_job(
     cfg: DictConfig, run_dir: Path, *, run_name: str, registry_override: Registry | None = None
 ) -> Summary:
-    """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes."""
+    """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes and
+    `Interrupted` (after writing what finished) when a signal stopped it."""
     resolved = resolve(cfg)
     reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
@@ -57,33 +63,46 @@ def run_job(
         f"prompt {config.prompt.name}",
         file=sys.stderr,
     )
+    stop = threading.Event()
+    tracker = _start_tracker(config, resolved, run_name, stop)
+
+    def on_ready() -> None:  # the backends answered: create the MLflow run
+        if tracker is not None:
+            tracker.begin(_run_tags(config, dataset.fingerprint()))
+
     reg.notify(
         "ragexp_run_start",
         event=RunStart(run_name, config, n_cases=len(dataset.cases), run_dir=run_dir),
     )
     case_log = CaseLog(run_dir)
+    finished: list[CaseResult] = []
 
     def on_case(case: CaseResult, done: int) -> None:
         case_log(case)
+        finished.append(case)
+        if tracker is not None:
+            tracker.add(case)
         reg.notify(
             "ragexp_case_end", event=CaseEnd(run_name, case, done=done, total=len(dataset.cases))
         )
 
-    stop = threading.Event()
     try:
         with _graceful_interrupt(stop) as received:
-            outcome = asyncio.run(run_experiment(config, dataset, reg, on_case=on_case, stop=stop))
-    except RagexpError as exc:
-        if exc.stops_run:
-            n = case_log.count
-            kept = "1 finished case is" if n == 1 else f"{n} finished cases are"
-            exc.args = (f"{exc} (the run stopped; its {kept} kept in {case_log.path})",)
+            outcome = asyncio.run(
+                run_experiment(config, dataset, reg, on_case=on_case, on_ready=on_ready, stop=stop)
+            )
+    except BaseException as exc:
+        killed = isinstance(exc, KeyboardInterrupt)
+        _end_tracker(tracker, finished, "KILLED" if killed else "FAILED")
+        if isinstance(exc, RagexpError) and exc.stops_run:
+            exc.args = (f"{exc} {_kept(case_log)}",)
         raise
     finally:
         case_log.close()
-    if stop.is_set():
-        raise Interrupted(received[0] if received else signal.SIGINT)
-    summary = summarize(outcome.cases, config.metrics)
+    if tracker is not None and tracker.error is not None:
+        raise ConfigError(f"{tracker.error} {_kept(case_log)}")
+    interrupted = stop.is_set()
+    summary = summarize(outcome.cases, config.metrics, n_planned=len(dataset.cases))
     report = render_report(
         config,
         summary,
@@ -94,27 +113,73 @@ def run_job(
     )
     resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(resolved))
     paths = write_outputs(run_dir, outcome.cases, summary, report, resolved_yaml)
-    reg.notify(
-        "ragexp_run_end",
-        event=RunEnd(
-            run_name, config, summary, tuple(outcome.cases), run_dir, wall_s=outcome.wall_s
-        ),
-    )
-    print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
-    if config.tracking.enabled:
-        run_id = _track(
-            config,
-            resolved,
-            outcome,
-            summary,
-            list(paths.values()),
-            run_name,
-            dataset.fingerprint(),
+    if not interrupted:
+        reg.notify(
+            "ragexp_run_end",
+            event=RunEnd(
+                run_name, config, summary, tuple(outcome.cases), run_dir, wall_s=outcome.wall_s
+            ),
+        )
+        print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
+    if tracker is not None:
+        from ragexp.tracking import RunRecord, outcome_tags
+
+        record = RunRecord(
+            summary=summary,
+            backends=outcome.backends,
+            model_ids=outcome.model_ids,
+            wall_s=outcome.wall_s,
+            llm_calls=outcome.llm_calls,
+            artifacts=list(paths.values()),
+        )
+        run_id = tracker.finish(
+            record,
+            [case.id for case in dataset.cases],
+            "KILLED" if interrupted else "FINISHED",
+            tags=outcome_tags(config, record),
         )
         print(
-            f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}", file=sys.stderr
+            f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}"
+            + (" (status KILLED: interrupted)" if interrupted else ""),
+            file=sys.stderr,
         )
+    if interrupted:
+        raise Interrupted(received[0] if received else signal.SIGINT)
     return summary
+
+
+def _start_tracker(
+    config: RunConfig, resolved: dict[str, Any], run_name: str, stop: threading.Event
+) -> Tracker | None:
+    """MLflow, opened in a process of its own while the job starts; a store that cannot be used
+    stops the run (``stop``) instead of failing after every case was computed."""
+    if not config.tracking.enabled:
+        return None
+    from ragexp.tracking import Tracker
+
+    return Tracker.start(config, resolved, run_name=run_name, on_failure=stop.set)
+
+
+def _run_tags(config: RunConfig, dataset_hash: str) -> dict[str, str]:
+    from ragexp.tracking import run_tags
+
+    prompt = f"{config.prompt.system}\n---\n{config.prompt.template}"
+    prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:12]
+    return run_tags(config, dataset_hash=dataset_hash, prompt_hash=prompt_hash)
+
+
+def _end_tracker(tracker: Tracker | None, finished: list[CaseResult], status: RunStatus) -> None:
+    """End the MLflow run of a run that stopped early, with the traces of its finished cases."""
+    if tracker is None:
+        return
+    with contextlib.suppress(ConfigError):  # the run already stops with its own error
+        tracker.finish(None, [case.case_id for case in finished], status, timeout_s=60)
+
+
+def _kept(case_log: CaseLog) -> str:
+    n = case_log.count
+    kept = "1 finished case is" if n == 1 else f"{n} finished cases are"
+    return f"(the run stopped; its {kept} kept in {case_log.path})"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -151,31 +216,6 @@ def _graceful_interrupt(stop: threading.Event) -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _track(
-    config: RunConfig,
-    resolved: dict[str, Any],
-    outcome: RunOutcome,
-    summary: Summary,
-    artifacts: list[Path],
-    run_name: str,
-    dataset_hash: str,
-) -> str:
-    from ragexp.tracking import RunRecord, log_run
-
-    prompt = f"{config.prompt.system}\n---\n{config.prompt.template}"
-    record = RunRecord(
-        summary=summary,
-        backends=outcome.backends,
-        model_ids=outcome.model_ids,
-        wall_s=outcome.wall_s,
-        llm_calls=outcome.llm_calls,
-        dataset_hash=dataset_hash,
-        prompt_hash=hashlib.sha256(prompt.encode()).hexdigest()[:12],
-        artifacts=artifacts,
-    )
-    return log_run(config, resolved, outcome.cases, record, run_name=run_name)
 
 
 def _summary_line(summary: Summary, outcome: RunOutcome, run_dir: Path) -> str:

@@ -57,10 +57,12 @@ async def run_experiment(
     *,
     progress: TextIO = sys.stderr,
     on_case: Callable[[CaseResult, int], None] = lambda case, done: None,
+    on_ready: Callable[[], None] = lambda: None,
     stop: threading.Event | None = None,
 ) -> RunOutcome:
-    """Run every case of ``dataset`` under ``config``; ``on_case(case, done)`` sees each case as
-    it ends, with the number of cases finished so far.
+    """Run every case of ``dataset`` under ``config``; ``on_ready()`` is called once the
+    backends answered and the corpus is indexed, ``on_case(case, done)`` as each case ends, with
+    the number of cases finished so far.
 
     Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
     """
@@ -84,6 +86,7 @@ async def run_experiment(
             )
         ]
         await retriever.index(chunks)
+        on_ready()
         run = _Run(
             config,
             retriever,

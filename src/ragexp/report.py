@@ -71,10 +71,17 @@ def render_report(
         f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
         f"chunks of {config.retriever.chunk_size} words |",
         f"| prompt | {config.prompt.name} |",
-        f"| cases | {summary.n_cases} ({summary.n_errors} failed) |",
+        f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
         f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_cached(summary)} |",
         "",
     ]
+    if summary.status == "interrupted":
+        lines += [
+            f"> **Interrupted:** the run stopped after {summary.n_cases} of {summary.n_planned} "
+            "cases; the scores below cover those cases only. Run the same command again to "
+            "finish it: calls already made come from the cache.",
+            "",
+        ]
     for note in warnings_for(config, backends):
         lines += [f"> {note}", ""]
     lines += [
@@ -123,6 +130,10 @@ def _case_section(case: CaseResult) -> list[str]:
         flag = "" if m.parse_ok else " (unparsed)"
         lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
     return [*lines, ""]
+
+
+def _interrupted(summary: Summary) -> str:
+    return f", interrupted: {summary.n_planned} planned" if summary.status == "interrupted" else ""
 
 
 def _cached(summary: Summary) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -52,6 +53,10 @@ class Summary(BaseModel):
     metrics: dict[str, MetricSummary]
     calls: dict[str, CallCount] = {}
     """LLM calls by role (`generate`, `judge:<metric>`): made vs served from the cache."""
+    status: Literal["finished", "interrupted"] = "finished"
+    """`interrupted`: the run stopped early (Ctrl-C, SIGTERM); these are its finished cases."""
+    n_planned: int | None = None
+    """Cases the run set out to do (the dataset's size)."""
 
 
 def bootstrap_ci(
@@ -72,7 +77,11 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
-def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
+def summarize(
+    cases: Sequence[CaseResult], metric_names: Sequence[str], *, n_planned: int | None = None
+) -> Summary:
+    """Means, CIs and counts over ``cases``; fewer cases than ``n_planned`` is an interrupted
+    run."""
     metrics: dict[str, MetricSummary] = {}
     for name in metric_names:
         results = [c.metrics[name] for c in cases if name in c.metrics]
@@ -102,4 +111,6 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
         n_errors=sum(1 for c in cases if c.error),
         metrics=metrics,
         calls=dict(sorted(calls.items())),
+        status="interrupted" if n_planned is not None and len(cases) < n_planned else "finished",
+        n_planned=n_planned,
     )

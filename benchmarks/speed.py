@@ -1,0 +1,253 @@
+"""ragexp's speed figures (a)-(f), measured against a loopback server that speaks the Ollama API.
+
+    .venv/bin/python benchmarks/speed.py              # the figures in benchmarks/README.md
+    .venv/bin/python benchmarks/speed.py --tiny       # a few cases: what the test suite runs
+
+Every run is the real CLI (`python -m ragexp ...`) in a subprocess, on a generated dataset, against
+`ollama_stub.OllamaStub` in this process, which sleeps L seconds per chat request and
+serves at most P at once. LLM calls are counted at the server, not by ragexp. Figures:
+
+a) wall time of an N-case run (faithfulness + answer relevance; L, P, concurrency P) divided by
+   the ideal ``calls x L / P``;
+b) with L = 0: cases/s through the whole pipeline divided by the rate of a bare httpx loop making
+   the same calls to the same server (`benchmarks/bare_loop.py`);
+c) a re-run of (a)'s config: calls made and wall time as a share of the first run;
+d) a two-judge sweep (``-m judge.model=A,B``): generation calls made;
+e) wall time and peak RSS from 100 to 2,000 cases, MLflow on (traces and assessments included);
+f) MLflow's share: (a)'s run with ``tracking.enabled=true`` against ``false``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from dataset import generate  # noqa: E402
+from ollama_stub import OllamaStub  # noqa: E402
+
+GENERATOR, JUDGE, JUDGE_B = "bench-gen:1b", "bench-judge:1b", "bench-judge-b:1b"
+_DONE_RE = re.compile(r"ragexp: done in ([0-9.]+) s")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `python -m ragexp` process, measured from outside."""
+
+    exit_s: float
+    """Start to exit."""
+    wall_s: float
+    """The run itself, as ragexp reports it (`done in ... s`): start-up and MLflow excluded."""
+    chat_calls: int
+    """Chat requests the server received during the run."""
+    generations: int
+    """Of those, the ones for the generator model."""
+    peak_rss_mb: float
+
+
+def ragexp(
+    server: OllamaStub,
+    work: Path,
+    cases: int,
+    *overrides: str,
+    tracking: bool = False,
+    concurrency: int = 4,
+    run_dir: str = "run",
+) -> Run:
+    """Run the CLI on the generated dataset of ``cases`` cases under ``work``."""
+    data = work / f"data-{cases}"
+    if not (data / "cases.jsonl").exists():
+        generate(cases, data)
+    args = [
+        "dataset=custom",
+        f"dataset.corpus={data / 'corpus'}",
+        f"dataset.cases={data / 'cases.jsonl'}",
+        *(
+            f"{role}.{key}={value}"
+            for role, model in (("generator", GENERATOR), ("judge", JUDGE))
+            for key, value in (
+                ("backend", "ollama"),
+                ("model", model),
+                ("base_url", server.url),
+                ("concurrency", concurrency),
+            )
+        ),
+        f"tracking.enabled={str(tracking).lower()}",
+        f"tracking.tracking_uri=sqlite:///{work.parent / 'mlflow.db'}",
+        f"cache.dir={work / 'cache'}",
+        f"hydra.run.dir={work / 'outputs' / run_dir}",
+        f"hydra.sweep.dir={work / 'outputs' / run_dir}",
+        *overrides,
+    ]
+    before = len(server.chats)
+    env = {**os.environ, "RAGEXP_LOAD_PLUGINS": ""}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragexp", *args],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    exit_s = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark run failed (exit {proc.returncode}):\n{stderr[-3000:]}")
+    chats = server.chats[before:]
+    return Run(
+        exit_s=exit_s,
+        wall_s=sum(float(m) for m in _DONE_RE.findall(stderr)),
+        chat_calls=len(chats),
+        generations=sum(1 for body in chats if body.get("model") == GENERATOR),
+        peak_rss_mb=usage.ru_maxrss / 1024,
+    )
+
+
+def server(latency: float, capacity: int) -> OllamaStub:
+    return OllamaStub([GENERATOR, JUDGE, JUDGE_B], latency=latency, capacity=capacity)
+
+
+def new_store(root: Path) -> list[str]:
+    """Create the MLflow store every run logs to (MLflow builds its schema on first use)."""
+    with server(0.0, 4) as fake:
+        run = ragexp(fake, root / "store", 1, tracking=True)
+    return [f"   first use of a new MLflow store: {run.exit_s:.2f} s start to exit (once)"]
+
+
+def figure_a_c_f(root: Path, n: int, latency: float, capacity: int, concurrency: int) -> list[str]:
+    with server(latency, capacity) as fake:
+        first = ragexp(fake, root / "acf-off", n, concurrency=concurrency)
+        again = ragexp(fake, root / "acf-off", n, concurrency=concurrency, run_dir="again")
+        on = ragexp(fake, root / "acf-on", n, tracking=True, concurrency=concurrency)
+    ideal = first.chat_calls * latency / capacity
+    logging_s = on.exit_s - first.exit_s
+    return [
+        f"a) {n} cases, L = {latency * 1000:.0f} ms, P = {capacity}, concurrency "
+        f"{concurrency}: {first.chat_calls} calls in {first.wall_s:.2f} s; ideal "
+        f"{ideal:.2f} s; ratio {first.wall_s / ideal:.3f} (target <= 1.10)",
+        f"c) re-run: {again.chat_calls} calls made (target 0); run {again.wall_s:.2f} s = "
+        f"{100 * again.wall_s / first.wall_s:.1f} % of the first run's {first.wall_s:.2f} s "
+        f"(target <= 15 %); start-up {again.exit_s - again.wall_s:.2f} s; start to exit "
+        f"{again.exit_s:.2f} s",
+        f"f) tracking on: {on.exit_s:.2f} s start to exit vs {first.exit_s:.2f} s off: "
+        f"+{logging_s:.2f} s = {1000 * logging_s / n:.1f} ms per case (target <= 25) and "
+        f"{100 * logging_s / on.exit_s:.1f} % of the run (target <= 15 %); the cases took "
+        f"{on.wall_s:.2f} s with tracking, {first.wall_s:.2f} s without; the tail after them "
+        f"{on.exit_s - on.wall_s - (first.exit_s - first.wall_s):+.2f} s",
+    ]
+
+
+def figure_b(root: Path, n: int, concurrency: int) -> list[str]:
+    with server(0.0, concurrency) as fake:
+        run = ragexp(fake, root / "b", n, concurrency=concurrency)
+        bodies = root / "b" / "requests.jsonl"
+        bodies.write_text(
+            "".join(json.dumps(body) + "\n" for body in fake.chats),
+            encoding="utf-8",
+        )
+        bare = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "bare_loop.py"),
+                fake.url,
+                str(bodies),
+                str(concurrency),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    bare_s = float(bare.stdout.strip())
+    return [
+        f"b) L = 0: pipeline {n / run.wall_s:.1f} cases/s ({run.chat_calls} calls in "
+        f"{run.wall_s:.2f} s) vs bare httpx loop {n / bare_s:.1f} cases/s ({bare_s:.2f} s); "
+        f"ratio {bare_s / run.wall_s:.2f} (target >= 0.7)"
+    ]
+
+
+def figure_d(root: Path, n: int, latency: float, capacity: int, concurrency: int) -> list[str]:
+    with server(latency, capacity) as fake:
+        run = ragexp(
+            fake, root / "d", n, f"judge.model={JUDGE},{JUDGE_B}", "-m", concurrency=concurrency
+        )
+    return [
+        f"d) two-judge sweep over {n} cases: {run.generations} generation calls (target {n}), "
+        f"{run.chat_calls - run.generations} judge calls, {run.exit_s:.2f} s start to exit"
+    ]
+
+
+def figure_e(
+    root: Path, sizes: list[int], latency: float, capacity: int, concurrency: int
+) -> list[str]:
+    lines, runs = [], []
+    with server(latency, capacity) as fake:
+        for size in sizes:
+            run = ragexp(fake, root / f"e-{size}", size, tracking=True, concurrency=concurrency)
+            runs.append(run)
+            lines.append(
+                f"e) {size:>5} cases, MLflow on: {run.exit_s:7.2f} s start to exit "
+                f"({1000 * run.exit_s / size:.1f} ms per case), run {run.wall_s:.2f} s, "
+                f"peak RSS {run.peak_rss_mb:.0f} MB (largest ragexp process)"
+            )
+    (small, n_small), (large, n_large) = (runs[0], sizes[0]), (runs[-1], sizes[-1])
+    extra = n_large - n_small
+    lines.append(
+        f"e) from {n_small} to {n_large} cases: {1000 * (large.exit_s - small.exit_s) / extra:.1f}"
+        f" ms and {1000 * (large.peak_rss_mb - small.peak_rss_mb) / extra:.1f} MB per 1,000 "
+        f"extra cases (ideal time per extra case: {1000 * 3 * latency / capacity:.1f} ms)"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--cases", type=int, default=200, help="cases for (a)-(d) and (f)")
+    parser.add_argument("--sizes", default="100,500,1000,2000", help="case counts for (e)")
+    parser.add_argument("--latency", type=float, default=0.05, help="L, seconds per request")
+    parser.add_argument("--capacity", type=int, default=4, help="P, requests served at once")
+    parser.add_argument("--figures", default="abcdef", help="which figures to measure")
+    parser.add_argument("--tiny", action="store_true", help="6 cases, sizes 4 and 8, L = 10 ms")
+    parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.cases, args.sizes, args.latency = 6, "4,8", 0.01
+    sizes = [int(s) for s in args.sizes.split(",")]
+    concurrency = args.capacity
+    with tempfile.TemporaryDirectory(prefix="ragexp-bench-") as tmp:
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        print(f"ragexp speed benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        steps = {
+            "store": lambda: new_store(root),
+            "a": lambda: figure_a_c_f(root, args.cases, args.latency, args.capacity, concurrency),
+            "b": lambda: figure_b(root, args.cases, concurrency),
+            "d": lambda: figure_d(root, args.cases, args.latency, args.capacity, concurrency),
+            "e": lambda: figure_e(root, sizes, args.latency, args.capacity, concurrency),
+        }
+        wanted = set(args.figures) | {"store"} | ({"a"} if set(args.figures) & set("cf") else set())
+        for key, step in steps.items():
+            if key in wanted:
+                for line in step():
+                    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""What one MLflow run holds beyond its traces: params (the flattened config, secrets
+redacted), metrics named as MLflow's GenAI evaluation names them, tags, and the per-case table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragexp.config import RunConfig
+from ragexp.report import is_self_judge
+from ragexp.results import CaseResult
+from ragexp.stats import Summary
+
+SECRET_KEY_RE = re.compile(r"(api_?key|token|secret|password)(?!_env)", re.IGNORECASE)
+REDACTED = "***"
+TABLE_FILE = "cases_table.json"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the end of a run adds to its MLflow run, beyond the config and the cases."""
+
+    summary: Summary
+    backends: dict[str, str]
+    model_ids: dict[str, str]
+    wall_s: float
+    llm_calls: int
+    artifacts: Sequence[Path]
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Flatten a nested mapping to dotted keys; secrets (by key name) are redacted."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{path}."))
+        elif SECRET_KEY_RE.search(str(key)) and value is not None:
+            flat[path] = REDACTED
+        else:
+            flat[path] = str(value)
+    return flat
+
+
+def metric_values(record: RunRecord) -> dict[str, float]:
+    """MLflow metrics: `<metric>/mean` (as MLflow's GenAI evaluation names it) and friends."""
+    values: dict[str, float] = {
+        "n_cases": record.summary.n_cases,
+        "n_errors": record.summary.n_errors,
+        "wall_time_s": record.wall_s,
+        "llm_calls": record.llm_calls,
+        "llm_calls_cached": sum(c.cached for c in record.summary.calls.values()),
+    }
+    for role, calls in record.summary.calls.items():
+        values[f"calls/{_metric_key(role)}/made"] = calls.made
+        values[f"calls/{_metric_key(role)}/cached"] = calls.cached
+    for name, m in record.summary.metrics.items():
+        if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
+            values[f"{name}/mean"] = m.mean
+            values[f"{name}/ci_low"] = m.ci_low
+            values[f"{name}/ci_high"] = m.ci_high
+        values[f"{name}/n"] = m.n
+        values[f"{name}/parse_failures"] = m.parse_failures
+        values[f"{name}/errors"] = m.errors
+        labelled = sum(m.label_counts.values())
+        for label, count in m.label_counts.items():
+            values[f"{name}/rate_{_metric_key(label)}"] = count / labelled
+    return values
+
+
+def run_tags(config: RunConfig, *, dataset_hash: str, prompt_hash: str) -> dict[str, str]:
+    """The tags known before the run starts."""
+    return {
+        "generator": config.generator.model,
+        "judge": config.judge.model,
+        "dataset": config.dataset.name,
+        "dataset_hash": dataset_hash,
+        "prompt": config.prompt.name,
+        "prompt_hash": prompt_hash,
+        "top_k": str(config.retriever.top_k),
+    }
+
+
+def outcome_tags(config: RunConfig, record: RunRecord) -> dict[str, str]:
+    """The tags known once the backends answered: which ran, with which model identity."""
+    return {
+        "self_judge": str(is_self_judge(config, record.backends)).lower(),
+        "generator_backend": record.backends.get("generator", ""),
+        "judge_backend": record.backends.get("judge", ""),
+        "generator_model_id": record.model_ids.get("generator", ""),
+        "judge_model_id": record.model_ids.get("judge", ""),
+    }
+
+
+def case_table(cases: Sequence[CaseResult]) -> dict[str, list[Any]]:
+    """One row per case: question, answer, retrieved doc ids, and each metric's label/score."""
+    names = sorted({name for c in cases for name in c.metrics})
+    table: dict[str, list[Any]] = {
+        "case_id": [c.case_id for c in cases],
+        "question": [c.question for c in cases],
+        "answer": [c.answer or "" for c in cases],
+        "retrieved": [", ".join(r.doc_id for r in c.retrieved) for c in cases],
+        "error": [c.error or "" for c in cases],
+    }
+    for name in names:
+        results = [c.metrics.get(name) for c in cases]
+        table[f"{name}/label"] = [r.label if r and r.label is not None else "" for r in results]
+        table[f"{name}/score"] = [r.score if r else None for r in results]
+    return table
+
+
+def _metric_key(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_\-.]", "_", label)

@@ -1,0 +1,119 @@
+"""The MLflow run of one job, written by a process of its own while the cases run.
+
+`Tracker.start` returns at once. Its process (`ragexp.tracking.writer.serve`) imports MLflow
+(about 2 s) and opens the experiment while the job starts; `Tracker.begin` creates the run once
+the backends answered (a job that fails before that leaves no run behind); each finished case,
+queued with `Tracker.add`, is written as a trace. A process rather than a thread: MLflow's
+SQL layer is CPU-bound Python, and in a thread it slowed the cases by half through the GIL.
+
+`Tracker.finish` hands over how the run ended and waits: metrics, table and artifacts are logged
+and the run ends FINISHED, KILLED (interrupted) or FAILED, never left RUNNING; a parent killed
+outright leaves its run KILLED too. If the tracking store cannot be used, ``on_failure`` is
+called at once (the run then starts no more cases) and `Tracker.finish` raises the error.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragexp.config import RunConfig
+from ragexp.errors import ConfigError
+from ragexp.results import CaseResult
+from ragexp.tracking.run import RunRecord
+from ragexp.tracking.writer import Begin, Finish, RunStatus, serve
+
+
+class Tracker:
+    def __init__(
+        self,
+        config: RunConfig,
+        resolved: Mapping[str, Any],
+        *,
+        run_name: str,
+        on_failure: Callable[[], None] = lambda: None,
+        parent_run_id: str | None = None,
+    ) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        self._inbox = context.Queue()
+        self._inbox.cancel_join_thread()  # never hang at exit on a tracker that stopped reading
+        self._replies, child_end = context.Pipe(duplex=False)
+        self._resolved = dict(resolved)
+        self._parent_tags = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
+        self._process = context.Process(
+            target=serve, args=(self._inbox, child_end, config, run_name), name="ragexp-mlflow"
+        )
+        self._on_failure = on_failure
+        self._finished = threading.Event()
+        self._begun = False
+        self.error: ConfigError | None = None
+        """Why the tracking store could not be used (the run stops)."""
+        self.run_id = ""
+        self._warning: str | None = None
+
+    @classmethod
+    def start(cls, *args: Any, **kwargs: Any) -> Tracker:
+        tracker = cls(*args, **kwargs)
+        tracker._process.start()
+        threading.Thread(target=tracker._listen, name="ragexp-mlflow-replies", daemon=True).start()
+        return tracker
+
+    def begin(self, tags: Mapping[str, str]) -> None:
+        """The run really starts (its backends answered): create the MLflow run."""
+        self._begun = True
+        self._inbox.put(Begin(self._resolved, {**tags, **self._parent_tags}))
+
+    def add(self, case: CaseResult) -> None:
+        """Queue one finished case (a background thread pickles and sends it)."""
+        self._inbox.put(case)
+
+    def finish(
+        self,
+        record: RunRecord | None,
+        order: Sequence[str],
+        status: RunStatus = "FINISHED",
+        tags: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> str:
+        """End the run: ``record`` (None if the run stopped before it could summarise),
+        ``order`` the case ids in dataset order. Waits for the tracker process; returns the
+        MLflow run id; raises `ConfigError` if the store could not be used."""
+        if not self._begun:  # no MLflow run was created: nothing to wait for
+            self._process.kill()
+            self._process.join()
+            return ""
+        self._inbox.put(Finish(record, list(order), status, dict(tags or {})))
+        self._finished.wait(timeout_s)
+        self._process.join(5)
+        if self.error is not None:
+            raise self.error
+        if self._warning:
+            print(self._warning, file=sys.stderr)
+        return self.run_id
+
+    def _listen(self) -> None:
+        try:
+            while True:
+                kind, *rest = self._replies.recv()
+                if kind == "opened":
+                    self.run_id = rest[0]
+                elif kind == "error":
+                    self.error = ConfigError(rest[0])
+                    self._on_failure()
+                    break
+                else:
+                    self.run_id, self._warning = rest
+                    break
+        except (EOFError, OSError):
+            if not self.run_id:
+                self.error = ConfigError("tracking: the MLflow logging process died")
+            else:
+                self._warning = (
+                    f"ragexp: warning: the MLflow logging process died; run {self.run_id} "
+                    "may lack traces, metrics or its end status"
+                )
+        finally:
+            self._finished.set()

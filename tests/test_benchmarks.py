@@ -1,0 +1,28 @@
+"""The speed benchmark runs once, on a tiny size, so it cannot rot; its figures are checked
+where they are promises rather than timings (calls made, not seconds)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_speed_benchmark_runs_and_its_call_counts_hold() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "speed.py"), "--tiny"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = {line[:2]: line for line in result.stdout.splitlines() if re.match(r"[a-f]\) ", line)}
+    assert sorted(lines) == ["a)", "b)", "c)", "d)", "e)", "f)"]
+    assert "18 calls in" in lines["a)"]  # 6 cases: one generation and two judge calls each
+    assert lines["c)"].startswith("c) re-run: 0 calls made")
+    assert "6 generation calls (target 6), 24 judge calls" in lines["d)"]
+    assert re.search(r"ratio \d+\.\d+", lines["b)"])
+    assert re.search(r"peak RSS \d+ MB", lines["e)"])

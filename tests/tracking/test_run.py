@@ -1,0 +1,123 @@
+"""MLflow logging details that the end-to-end tests do not pin down: params, metric names, the
+case table, and the shape of a case's trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_config import KNOWN, valid_raw
+
+from ragexp.config import validate_config
+from ragexp.results import CaseResult, LLMCall, MetricResult
+from ragexp.stats import MetricSummary, Summary
+from ragexp.tracking import REDACTED, RunRecord, case_table, flatten, metric_values
+from ragexp.tracking.traces import case_trace
+
+
+def test_flatten_uses_dotted_keys() -> None:
+    assert flatten({"a": {"b": 1, "c": {"d": None}}, "e": [1, 2]}) == {
+        "a.b": "1",
+        "a.c.d": "None",
+        "e": "[1, 2]",
+    }
+
+
+def test_secrets_are_redacted_but_the_variable_name_is_kept() -> None:
+    flat = flatten(
+        {"generator": {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-123", "token": "t"}}
+    )
+    assert flat["generator.api_key_env"] == "OPENAI_API_KEY"
+    assert flat["generator.api_key"] == REDACTED
+    assert flat["generator.token"] == REDACTED
+    assert "sk-123" not in str(flat)
+
+
+def _record() -> RunRecord:
+    summary = Summary(
+        n_cases=3,
+        n_errors=0,
+        metrics={
+            "faithfulness": MetricSummary(
+                mean=0.5, ci_low=0.0, ci_high=1.0, n=3, n_unscored=0,
+                label_counts={"NO": 1, "PARTIAL": 1, "YES": 1}, parse_failures=1, errors=0,
+            ),
+            "hit_rate": MetricSummary(
+                mean=None, ci_low=None, ci_high=None, n=0, n_unscored=3,
+                label_counts={}, parse_failures=0, errors=0,
+            ),
+        },
+    )  # fmt: skip
+    return RunRecord(summary, {}, {}, 1.5, 9, [Path("x")])
+
+
+def test_metric_names_follow_mlflow_genai() -> None:
+    values = metric_values(_record())
+    assert values["faithfulness/mean"] == 0.5
+    assert (values["faithfulness/ci_low"], values["faithfulness/ci_high"]) == (0.0, 1.0)
+    assert values["faithfulness/rate_YES"] == values["faithfulness/rate_NO"] == 1 / 3
+    assert values["faithfulness/parse_failures"] == 1
+    assert "hit_rate/mean" not in values and values["hit_rate/n"] == 0
+    assert (values["n_cases"], values["wall_time_s"], values["llm_calls"]) == (3, 1.5, 9)
+
+
+def test_case_table_has_one_row_per_case() -> None:
+    cases = [
+        CaseResult(case_id="a", question="q", answer="x",
+                   metrics={"faithfulness": MetricResult(score=1.0, label="YES")}),
+        CaseResult(case_id="b", question="q", error="boom"),
+    ]  # fmt: skip
+    table = case_table(cases)
+    assert table["case_id"] == ["a", "b"]
+    assert table["faithfulness/label"] == ["YES", ""]
+    assert table["faithfulness/score"] == [1.0, None]
+    assert table["error"] == ["", "boom"]
+
+
+def _call(role: str, start_ns: int, latency_s: float, *, cached: bool = False) -> LLMCall:
+    return LLMCall(
+        role=role, backend="ollama", model="m", model_id="sha256:abc", prompt=f"{role} prompt",
+        text="YES", prompt_tokens=10, completion_tokens=1, latency_s=latency_s,
+        start_ns=start_ns, cached=cached,
+    )  # fmt: skip
+
+
+def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments() -> None:
+    from mlflow.tracing.constant import TraceMetadataKey
+
+    raw = valid_raw()
+    raw["judge"]["model"] = "judge-model"
+    config = validate_config(raw, KNOWN)
+    case = CaseResult(
+        case_id="c1", question="When?", answer="At 6.",
+        generation=_call("generate", 2_000_000_000, 1.5),
+        metrics={
+            "faithfulness": MetricResult(
+                score=1.0, label="YES", raw="YES",
+                calls=[_call("judge:faithfulness", 3_500_000_000, 0.7, cached=True)],
+            ),
+            "hit_rate": MetricResult(score=0.0, label="miss"),
+        },
+        retrieve_ns=(1_000_000_000, 2_000_000_000),
+    )  # fmt: skip
+    trace = case_trace(case, config, experiment_id="7", run_id="run-1")
+
+    root, retrieve, generate, judge = trace.spans
+    assert root.name == "case c1" and root.parent_id is None
+    assert {s.parent_id for s in (retrieve, generate, judge)} == {root.span_id}
+    assert (retrieve.start_time_ns, retrieve.end_time_ns) == (1_000_000_000, 2_000_000_000)
+    assert (generate.start_time_ns, generate.end_time_ns) == (2_000_000_000, 3_500_000_000)
+    assert judge.start_time_ns == judge.end_time_ns == 3_500_000_000  # cached: no time spent
+    assert (root.start_time_ns, root.end_time_ns) == (1_000_000_000, 3_500_000_000)
+    assert generate.span_type == "CHAT_MODEL" and judge.span_type == "LLM"
+    assert generate.inputs == {"prompt": "generate prompt"} and judge.outputs == {"text": "YES"}
+    assert judge.attributes["cached"] is True
+    assert {s.trace_id for s in trace.spans} == {trace.info.trace_id}
+
+    info = trace.info
+    assert info.trace_metadata[TraceMetadataKey.SOURCE_RUN] == "run-1"
+    assert (info.request_time, info.execution_duration) == (1000, 2500)
+    feedback = {a.name: a for a in info.assessments}
+    assert feedback["faithfulness"].value == 1.0 and feedback["faithfulness"].rationale == "YES"
+    assert feedback["faithfulness"].source.source_type == "LLM_JUDGE"
+    assert feedback["faithfulness"].source.source_id == "judge-model"
+    assert feedback["hit_rate"].source.source_type == "CODE"
