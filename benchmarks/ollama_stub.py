@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import json
 import threading
+import time
 from types import TracebackType
 from typing import Any
 
@@ -31,12 +32,19 @@ class OllamaStub:
         self.capacity = capacity
         self.chats: list[dict[str, Any]] = []
         """Every chat request body received, in arrival order."""
+        self.chat_times: list[tuple[float, float]] = []
+        """(arrival, reply) of every chat request, in `time.perf_counter` seconds."""
         self.max_in_flight = 0
         self._in_flight = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self.url = ""
+
+    def busy_window(self, since: int = 0) -> float:
+        """Seconds from the first chat request (from index ``since`` on) to the last reply."""
+        times = self.chat_times[since:]
+        return max(reply for _, reply in times) - min(arrival for arrival, _ in times)
 
     def __enter__(self) -> OllamaStub:
         self._thread.start()
@@ -101,6 +109,7 @@ class OllamaStub:
             return 404, {"error": "404 page not found"}
         if body.get("model") not in self.models:
             return 404, {"error": f'model "{body.get("model")}" not found, try pulling it first'}
+        arrival = time.perf_counter()
         if path == "/api/chat":
             self.chats.append(body)
         async with self._slots:
@@ -117,6 +126,7 @@ class OllamaStub:
             return 200, {"model": body["model"], "embeddings": [hashed_embedding(t) for t in texts]}
         messages = body.get("messages") or []
         reply = default_responder(str(body["model"]), messages)
+        self.chat_times.append((arrival, time.perf_counter()))
         return 200, {
             "model": body["model"],
             "message": {"role": "assistant", "content": reply},

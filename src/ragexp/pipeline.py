@@ -23,7 +23,7 @@ from ragexp.results import CaseResult, LLMCall, MetricResult, RetrievedChunk
 from ragexp.retrieval.base import Retriever
 
 
-@dataclass
+@dataclass(repr=False)  # asyncio logs the result of run's task: never format every case
 class RunOutcome:
     cases: list[CaseResult]
     wall_s: float
@@ -35,6 +35,9 @@ class RunOutcome:
     """Calls made to LLM backends (embedding calls included)."""
     llm_cached: int = 0
     """Calls served from the cache instead."""
+
+    def __repr__(self) -> str:
+        return f"RunOutcome({len(self.cases)} cases, {self.wall_s:.1f} s)"
 
 
 @dataclass

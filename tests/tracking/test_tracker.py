@@ -6,7 +6,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.cli_run import interrupt_after_cases, mlflow_runs
+from tests.cli_run import interrupt_after_cases, mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
 
 
@@ -34,3 +34,27 @@ def test_a_job_killed_outright_leaves_its_run_killed_with_the_finished_cases(
     )
     kept = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
     assert 3 <= len(traces) <= len(kept)
+
+
+def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
+    tmp_path: Path,
+) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client.delete_experiment(client.create_experiment("ragexp"))
+    with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
+        result = run_ragexp(
+            "llm=ollama", "hydra.run.dir=outputs/run", cwd=tmp_path,
+            env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "ragexp: error: tracking: experiment 'ragexp' at sqlite:///mlflow.db is deleted; "
+        "restore it in the MLflow UI or choose another tracking.experiment (the run stopped; its "
+    )
+    kept = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
+    assert len(kept) < 24  # stopped once the store said no, not after every case
+    assert f"its {len(kept)} finished cases are kept in" in last or len(kept) == 1

@@ -68,13 +68,13 @@ class JSONClient:
             data = response.json()
         except ValueError:
             data = None
-        message = _error_text(data) or response.text[:200]
-        for secret in secrets:
-            message = message.replace(secret, "***")
         if response.is_success and not (isinstance(data, dict) and "error" in data):
             if data is None:
                 raise BackendError(f"{url} answered {response.status_code} without a JSON body")
             return data
+        message = _error_text(data) or response.text[:200]
+        for secret in secrets:
+            message = message.replace(secret, "***")
         raise BackendError(
             f"{url} answered {response.status_code}: {message}",
             status=response.status_code,
