@@ -51,6 +51,10 @@ def main() -> None:
         from ragexp.llm.cache import cache_command
 
         sys.exit(cache_command(sys.argv[2:]))
+    if sys.argv[1:2] == ["compare"]:
+        from ragexp.comparison_report import compare_command
+
+        sys.exit(compare_command(sys.argv[2:]))
     if sys.argv[1:2] == ["doctor"]:
         from ragexp.doctor import doctor_command
 

@@ -30,7 +30,7 @@ class LLMCall(_Model):
     model: str
     model_id: str
     """Model identity: Ollama digest or GGUF sha256."""
-    prompt: str = Field(exclude=True)
+    prompt: str = Field(default="", exclude=True)
     """The last user message sent (in traces; left out of cases.jsonl, it repeats the chunks)."""
     text: str
     prompt_tokens: int | None = None

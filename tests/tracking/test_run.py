@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.test_config import KNOWN, valid_raw
 
 from ragexp.config import validate_config
 from ragexp.results import CaseResult, LLMCall, MetricResult
 from ragexp.stats import MetricSummary, Summary
 from ragexp.tracking import REDACTED, RunRecord, case_table, flatten, metric_values
+from ragexp.tracking.run import env_secrets
 from ragexp.tracking.traces import case_trace
 
 
@@ -30,6 +32,25 @@ def test_secrets_are_redacted_but_the_variable_name_is_kept() -> None:
     assert flat["generator.api_key"] == REDACTED
     assert flat["generator.token"] == REDACTED
     assert "sk-123" not in str(flat)
+
+
+def test_redaction_is_by_exact_key_so_token_counts_stay_readable() -> None:
+    flat = flatten({"generator": {"max_tokens": 128}, "judge": {"num_tokens": 5, "Password": "p"}})
+    assert flat == {"generator.max_tokens": "128", "judge.num_tokens": "5", "judge.Password": "***"}
+
+
+def test_the_key_an_api_key_env_names_is_masked_wherever_it_appears(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_KEY", "sk-live-42")
+    tree = {
+        "generator": {"api_key_env": "MY_KEY", "base_url": "http://h/?key=sk-live-42"},
+        "judge": {"api_key_env": "UNSET_VAR_FOR_TEST"},
+    }
+    assert env_secrets(tree) == ["sk-live-42"]
+    flat = flatten(tree, secrets=env_secrets(tree))
+    assert flat["generator.base_url"] == "http://h/?key=***"
+    assert flat["generator.api_key_env"] == "MY_KEY"
 
 
 def _record() -> RunRecord:

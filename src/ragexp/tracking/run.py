@@ -3,6 +3,7 @@ redacted), metrics named as MLflow's GenAI evaluation names them, tags, and the 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,12 @@ from ragexp.report import is_self_judge
 from ragexp.results import CaseResult
 from ragexp.stats import Summary
 
-SECRET_KEY_RE = re.compile(r"(api_?key|token|secret|password)(?!_env)", re.IGNORECASE)
+SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "token", "access_token", "auth_token", "secret", "password",
+     "authorization"}
+)  # fmt: skip
+"""Keys whose values are secrets, matched exactly (case-insensitive): never by substring, so
+`max_tokens` stays readable."""
 REDACTED = "***"
 TABLE_FILE = "cases_table.json"
 
@@ -31,18 +37,39 @@ class RunRecord:
     artifacts: Sequence[Path]
 
 
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Flatten a nested mapping to dotted keys; secrets (by key name) are redacted."""
+def flatten(
+    tree: Mapping[str, Any], prefix: str = "", *, secrets: Sequence[str] = ()
+) -> dict[str, str]:
+    """Flatten a nested mapping to dotted keys. Secrets are redacted: the values of the keys in
+    `SECRET_KEYS`, and any of ``secrets`` (e.g. the key an ``api_key_env`` names) wherever it
+    appears in a value."""
     flat: dict[str, str] = {}
     for key, value in tree.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{path}."))
-        elif SECRET_KEY_RE.search(str(key)) and value is not None:
+            flat.update(flatten(value, f"{path}.", secrets=secrets))
+        elif str(key).lower() in SECRET_KEYS and value is not None:
             flat[path] = REDACTED
         else:
-            flat[path] = str(value)
+            flat[path] = _mask(str(value), secrets)
     return flat
+
+
+def env_secrets(tree: Mapping[str, Any]) -> list[str]:
+    """The values of the environment variables that ``api_key_env`` keys in ``tree`` name."""
+    found: list[str] = []
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            found += env_secrets(value)
+        elif key == "api_key_env" and value and os.environ.get(str(value), "").strip():
+            found.append(os.environ[str(value)].strip())
+    return found
+
+
+def _mask(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 def metric_values(record: RunRecord) -> dict[str, float]:

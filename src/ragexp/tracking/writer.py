@@ -24,7 +24,14 @@ from typing import Any, Literal
 from ragexp.config import RunConfig
 from ragexp.errors import ConfigError
 from ragexp.results import CaseResult
-from ragexp.tracking.run import TABLE_FILE, RunRecord, case_table, flatten, metric_values
+from ragexp.tracking.run import (
+    TABLE_FILE,
+    RunRecord,
+    case_table,
+    env_secrets,
+    flatten,
+    metric_values,
+)
 from ragexp.tracking.traces import case_trace, log_traces
 
 RunStatus = Literal["FINISHED", "KILLED", "FAILED"]
@@ -82,7 +89,8 @@ class MlflowWriter:
         run = self.client.create_run(
             self.experiment_id, run_name=self.run_name, tags=resolve_tags(dict(tags))
         )
-        params = [Param(k, v) for k, v in flatten(resolved).items()]
+        flat = flatten(resolved, secrets=env_secrets(resolved))
+        params = [Param(k, v) for k, v in flat.items()]
         self.client.log_batch(run.info.run_id, params=params)
         self.run_id = str(run.info.run_id)
         return self.run_id

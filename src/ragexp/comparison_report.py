@@ -1,0 +1,183 @@
+"""`ragexp compare A B`: find the two runs, compare them (`comparison`), and show the result in
+the terminal, as markdown or as JSON.
+
+A and B are run dirs (holding `cases.jsonl`), MLflow run ids, or MLflow run names (in
+``--experiment``, newest first), read from ``--tracking-uri``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from ragexp.comparison import ALPHA, CONFIDENCE, MetricComparison, compare_cases
+from ragexp.errors import ConfigError, RagexpError
+from ragexp.outputs import CASES_FILE
+from ragexp.results import CaseResult
+
+SHOWN_IN_TERMINAL = 5
+
+
+def compare_command(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ragexp compare",
+        description="Is run B better than run A? Paired tests over the cases both scored.",
+    )
+    parser.add_argument("a", help="run A: a run dir, an MLflow run id or an MLflow run name")
+    parser.add_argument("b", help="run B: the same")
+    parser.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
+    parser.add_argument("--format", choices=["text", "md", "json"], default="text")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    parser.add_argument("--experiment", default="ragexp")
+    args = parser.parse_args(list(argv))
+    from ragexp.cli import fail
+
+    try:
+        cases_a = load_cases(args.a, args.tracking_uri, args.experiment)
+        cases_b = load_cases(args.b, args.tracking_uri, args.experiment)
+        comparisons = compare_cases(cases_a, cases_b, args.metric)
+    except RagexpError as exc:
+        fail(exc)
+    if args.format == "json":
+        print(json.dumps(to_json(args.a, args.b, comparisons), indent=2))
+    elif args.format == "md":
+        print(render(args.a, args.b, comparisons, markdown=True), end="")
+    else:
+        print(render(args.a, args.b, comparisons, markdown=False), end="")
+    return 0
+
+
+def load_cases(ref: str, tracking_uri: str, experiment: str) -> list[CaseResult]:
+    """The cases of the run ``ref`` names (see the module docstring)."""
+    path = Path(ref)
+    if path.is_dir() and (path / CASES_FILE).is_file():
+        return _read(path / CASES_FILE)
+    if path.is_file() and path.name == CASES_FILE:
+        return _read(path)
+    if path.exists():
+        raise ConfigError(
+            f"{ref}: no {CASES_FILE} there; give a run dir such as outputs/<date>/<time>"
+        )
+    return _read(_download(ref, tracking_uri, experiment))
+
+
+def _read(path: Path) -> list[CaseResult]:
+    cases = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            cases.append(CaseResult.model_validate_json(line))
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{number}: not a ragexp case ({_first(exc)})") from None
+    return cases
+
+
+def _download(ref: str, tracking_uri: str, experiment: str) -> Path:
+    store = tracking_uri.removeprefix("sqlite:///")
+    if tracking_uri.startswith("sqlite:///") and not Path(store).is_file():
+        raise ConfigError(
+            f"{ref}: not a run dir, and there is no MLflow store at {tracking_uri} to look it up "
+            "in; give a run dir, or set --tracking-uri"
+        )
+    import logging
+
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    run_id = None
+    try:
+        run_id = client.get_run(ref).info.run_id
+    except MlflowException:
+        found = mlflow.search_runs(
+            experiment_names=[experiment], filter_string=f"attributes.run_name = '{ref}'",
+            order_by=["attributes.start_time DESC"], max_results=1, output_format="list",
+        ) if client.get_experiment_by_name(experiment) else []  # fmt: skip
+        run_id = found[0].info.run_id if found else None
+    if run_id is None:
+        raise ConfigError(
+            f"{ref}: not a run dir, nor a run id or run name in experiment '{experiment}' at "
+            f"{tracking_uri}; give a run dir, or set --tracking-uri / --experiment"
+        )
+    target = Path(tempfile.mkdtemp(prefix="ragexp-compare-"))
+    try:
+        return Path(client.download_artifacts(run_id, CASES_FILE, str(target)))
+    except (MlflowException, OSError) as exc:
+        raise ConfigError(
+            f"{ref}: MLflow run {run_id} has no {CASES_FILE}: {_first(exc)}"
+        ) from None
+
+
+def render(a: str, b: str, comparisons: Sequence[MetricComparison], *, markdown: bool) -> str:
+    """The comparison table, then the cases whose labels differ (markdown: all of them)."""
+    level = int(CONFIDENCE * 100)
+    title = (
+        ["# ragexp compare", "", f"- A: `{a}`", f"- B: `{b}`"]
+        if markdown
+        else [
+            f"A = {a}",
+            f"B = {b}",
+        ]
+    )
+    lines = [
+        *title,
+        "",
+        f"| metric | mean A | mean B | Δ (B − A) | {level}% CI of Δ | p | paired | only A | "
+        "only B | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in comparisons:
+        lines.append(
+            f"| {c.metric} | {_num(c.mean_a)} | {_num(c.mean_b)} | {_num(c.delta, signed=True)} | "
+            f"{_ci(c)} | {_num(c.p_value)} | {c.n_paired} | {c.only_a} | {c.only_b} | "
+            f"{c.verdict} |"
+        )
+    lines += [
+        "",
+        f"Δ's interval: paired percentile bootstrap over cases; p: two-sided paired permutation "
+        f"test (A and B swapped within cases); 'better' needs p < {ALPHA} and an interval that "
+        "excludes 0.",
+    ]
+    for c in comparisons:
+        if not c.differing:
+            continue
+        shown = c.differing if markdown else c.differing[:SHOWN_IN_TERMINAL]
+        lines += ["", f"{'## ' if markdown else ''}{c.metric}: {len(c.differing)} cases differ"]
+        lines += [
+            f"- {d.case_id}: A {d.label_a or d.score_a} → B {d.label_b or d.score_b}" for d in shown
+        ]
+        if len(shown) < len(c.differing):
+            lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(a: str, b: str, comparisons: Sequence[MetricComparison]) -> dict[str, object]:
+    return {
+        "a": a,
+        "b": b,
+        "confidence": CONFIDENCE,
+        "test": "two-sided paired permutation test of the mean difference",
+        "metrics": [{**asdict(c), "verdict": c.verdict} for c in comparisons],
+    }
+
+
+def _ci(c: MetricComparison) -> str:
+    if c.ci_low is None or c.ci_high is None:
+        return "n/a"
+    return f"{c.ci_low:+.3f} – {c.ci_high:+.3f}"
+
+
+def _num(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
