@@ -338,3 +338,45 @@ def test_sigterm_stops_like_ctrl_c_and_the_rerun_makes_only_missing_calls(tmp_pa
     assert again.returncode == 0
     assert made_again == 24 * 3 - made_first
     assert f"({made_again} LLM calls, {made_first} from cache)" in again.stderr
+
+
+def test_gate_fails_the_run_after_writing_everything(tmp_path: Path) -> None:
+    with FakeOllama(models=MODELS) as server:
+        passed = run_ragexp(
+            "llm=ollama", "dataset.limit=4", "gate.faithfulness=0.85", "tracking.enabled=false",
+            "hydra.run.dir=outputs/pass", cwd=tmp_path, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        failed = run_ragexp(
+            "llm=ollama", "dataset.limit=4", "gate.faithfulness=0.85",
+            "gate.answer_relevance=0.8", "gate.mode=ci_low", "hydra.run.dir=outputs/fail",
+            cwd=tmp_path, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+    assert passed.returncode == 0, passed.stderr
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert failed.stderr.strip().splitlines()[-1] == (
+        "ragexp: error: gate: answer_relevance mean 0.750 (95% CI 0.750-0.750): its CI's lower "
+        "bound is below 0.8"
+    )
+    for name in ("cases.jsonl", "summary.json", "report.md"):
+        assert (tmp_path / "outputs/fail" / name).is_file()
+    [run] = mlflow_runs(tmp_path)
+    assert run.info.status == "FINISHED" and run.data.tags["ragexp.gate"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "gate.faithfulnes=0.8",
+            "gate.faithfulnes: not one of this run's metrics (faithfulness, answer_relevance); "
+            "did you mean 'gate.faithfulness'?",
+        ),
+        ("gate.faithfulness=2", "gate.faithfulness: a threshold between 0 and 1 (got 2)"),
+    ],
+)
+def test_a_bad_gate_is_one_line_before_anything_runs(
+    tmp_path: Path, override: str, message: str
+) -> None:
+    result = run_ragexp(override, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"ragexp: error: {message}"

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from ragexp.config import GateConfig
 from ragexp.results import CaseResult, MetricResult
-from ragexp.stats import MetricSummary, Summary, bootstrap_ci, summarize
+from ragexp.stats import MetricSummary, Summary, bootstrap_ci, gate_failures, summarize
 
 # -- bootstrap_ci -------------------------------------------------------------------------
 
@@ -171,3 +172,30 @@ def test_summary_serialises() -> None:
     summary = summarize(CASES, ["faithfulness"])
     again = Summary.model_validate_json(summary.model_dump_json())
     assert again == summary
+
+
+def _summary_with(mean: float | None, ci: tuple[float, float] | None) -> Summary:
+    low, high = ci if ci else (None, None)
+    metric = MetricSummary(
+        mean=mean, ci_low=low, ci_high=high, n=10, n_unscored=0, label_counts={},
+        parse_failures=0, errors=0,
+    )  # fmt: skip
+    return Summary(n_cases=10, n_errors=0, metrics={"faithfulness": metric})
+
+
+@pytest.mark.parametrize(
+    ("mode", "mean", "ci", "failed"),
+    [
+        ("mean", 0.85, (0.7, 0.95), False),  # at the threshold passes
+        ("mean", 0.849, (0.7, 0.95), True),
+        ("ci_low", 0.9, (0.84, 0.97), True),
+        ("ci_low", 0.9, (0.85, 0.97), False),
+        ("mean", None, None, True),  # a metric that scored nothing fails its gate
+    ],
+)
+def test_gate(mode: str, mean: float | None, ci: tuple[float, float] | None, failed: bool) -> None:
+    gate = GateConfig.model_validate({"mode": mode, "faithfulness": 0.85})
+    failures = gate_failures(_summary_with(mean, ci), gate)
+    assert bool(failures) is failed
+    if failed and mean is not None:
+        assert failures[0].startswith(f"faithfulness mean {mean:.3f} (95% CI {ci[0]:.3f}-")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
 MAX_CHECKED_JOBS = 256
-OPEN_MAPPINGS = ("metric_options.",)
+OPEN_MAPPINGS = ("metric_options.", "gate.")
 
 
 def config_dir() -> Path:
@@ -50,8 +50,8 @@ def register_resolvers() -> None:
 def normalize_argv(argv: Sequence[str]) -> list[str]:
     """Move ``-m`` / ``--multirun`` in front of the overrides, keeping everything else in order.
 
-    ``metric_options`` is an open mapping (each metric defines its own options), so its keys
-    are added rather than overridden: ``metric_options.m.k=v`` becomes ``++metric_options.m.k=v``.
+    ``metric_options`` and ``gate`` are open mappings (keyed by metric), so their keys are added
+    rather than overridden: ``metric_options.m.k=v`` becomes ``++metric_options.m.k=v``.
     """
     head, rest = list(argv[:1]), list(argv[1:])
     flags = [a for a in rest if a in MULTIRUN_FLAGS]

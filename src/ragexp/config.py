@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ragexp.errors import ConfigError
 
@@ -201,6 +209,28 @@ class CacheConfig(StrictModel):
     and store it; `off`: no cache."""
 
 
+class GateConfig(BaseModel):
+    """A quality gate for CI: ``gate.<metric>=<threshold>`` makes the run exit 1, after every
+    output is written, when the metric's mean (``gate.mode=ci_low``: the lower bound of its 95%
+    interval) is below the threshold."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    mode: Literal["mean", "ci_low"] = "mean"
+
+    def thresholds(self) -> dict[str, float]:
+        """Metric name -> threshold."""
+        return {name: float(value) for name, value in (self.model_extra or {}).items()}
+
+    @model_validator(mode="after")
+    def _thresholds_in_range(self) -> GateConfig:
+        for name, value in (self.model_extra or {}).items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not 0 <= value <= 1:
+                raise ValueError(f"gate.{name}: a threshold between 0 and 1 (got {value!r})")
+        return self
+
+
 class RunConfig(StrictModel):
     """The whole validated configuration of one run (one Hydra job)."""
 
@@ -214,6 +244,18 @@ class RunConfig(StrictModel):
     """Per-metric options, `metric_options.<metric>.<option>`."""
     tracking: TrackingConfig = TrackingConfig()
     cache: CacheConfig = CacheConfig()
+    gate: GateConfig = GateConfig()
+
+    @model_validator(mode="after")
+    def _gate_on_own_metrics(self) -> RunConfig:
+        for name in self.gate.thresholds():
+            if name not in self.metrics:
+                hint = difflib.get_close_matches(name, self.metrics, n=1)
+                raise ValueError(
+                    f"gate.{name}: not one of this run's metrics ({', '.join(self.metrics)})"
+                    + (f"; did you mean 'gate.{hint[0]}'?" if hint else "")
+                )
+        return self
 
     @field_validator("metrics")
     @classmethod
@@ -249,6 +291,8 @@ def _one_line(exc: ValidationError, raw: Mapping[str, Any]) -> str:
     if err["type"] == "missing":
         return f"{path}: required key is missing{more}"
     msg = err["msg"].removeprefix("Value error, ")
+    if msg.startswith(f"{path}.") or not path:  # a check of the whole model names its own key
+        return f"{msg}{more}"
     value = err.get("input")
     shown = (
         f" (got {value!r})"

@@ -34,6 +34,10 @@ class ConfigError(RagexpError):
     exit_code = 2
 
 
+class GateFailed(RagexpError):
+    """A metric is below its `gate.<metric>` threshold (every output was written)."""
+
+
 class DatasetError(RagexpError):
     """A corpus folder or golden-set file cannot be used."""
 

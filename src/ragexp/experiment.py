@@ -18,14 +18,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
-from ragexp.errors import ConfigError, RagexpError
+from ragexp.errors import ConfigError, GateFailed, RagexpError
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
 from ragexp.plugins import Registry, registry
 from ragexp.report import render_report
 from ragexp.results import CaseResult
-from ragexp.stats import Summary, summarize
+from ragexp.stats import Summary, gate_failures, summarize
 
 if TYPE_CHECKING:
     from ragexp.tracking import Tracker
@@ -121,6 +121,7 @@ def run_job(
             ),
         )
         print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
+    failures = [] if interrupted else gate_failures(summary, config.gate)
     if tracker is not None:
         from ragexp.tracking import RunRecord, outcome_tags
 
@@ -136,7 +137,7 @@ def run_job(
             record,
             [case.id for case in dataset.cases],
             "KILLED" if interrupted else "FINISHED",
-            tags=outcome_tags(config, record),
+            tags={**outcome_tags(config, record), **_gate_tag(config, failures)},
         )
         print(
             f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}"
@@ -145,7 +146,15 @@ def run_job(
         )
     if interrupted:
         raise Interrupted(received[0] if received else signal.SIGINT)
+    if failures:
+        raise GateFailed(f"gate: {'; '.join(failures)}")
     return summary
+
+
+def _gate_tag(config: RunConfig, failures: list[str]) -> dict[str, str]:
+    if not config.gate.thresholds():
+        return {}
+    return {"ragexp.gate": "failed" if failures else "passed"}
 
 
 def _start_tracker(

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ragexp.config import GateConfig
 from ragexp.results import CaseResult
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -114,3 +115,22 @@ def summarize(
         status="interrupted" if n_planned is not None and len(cases) < n_planned else "finished",
         n_planned=n_planned,
     )
+
+
+def gate_failures(summary: Summary, gate: GateConfig) -> list[str]:
+    """One phrase per metric under its `gate` threshold (a metric with no score fails)."""
+    failures = []
+    for name, threshold in gate.thresholds().items():
+        m = summary.metrics.get(name)
+        value = None if m is None else (m.mean if gate.mode == "mean" else m.ci_low)
+        if value is not None and value >= threshold:
+            continue
+        mean = f"{m.mean:.3f}" if m and m.mean is not None else "n/a"
+        ci = (
+            f"95% CI {m.ci_low:.3f}-{m.ci_high:.3f}"
+            if m and m.ci_low is not None and m.ci_high is not None
+            else "no CI"
+        )
+        measure = "mean" if gate.mode == "mean" else "CI's lower bound"
+        failures.append(f"{name} mean {mean} ({ci}): its {measure} is below {threshold:g}")
+    return failures
