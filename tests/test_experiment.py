@@ -71,7 +71,8 @@ def test_summary_json_contract(ollama_run: tuple[Path, str]) -> None:
     summary = json.loads((cwd / "outputs/run/summary.json").read_text())
     assert summary["n_cases"] == 4 and summary["n_errors"] == 0
     faith = summary["metrics"]["faithfulness"]
-    assert faith["mean"] == 1.0 and faith["ci_low"] == 1.0 and faith["ci_high"] == 1.0
+    assert faith["mean"] == 1.0 and faith["ci_high"] == 1.0
+    assert faith["ci_low"] == pytest.approx(0.5101, abs=1e-4)  # Wilson, 4 of 4
     assert faith["n"] == 4 and faith["label_counts"] == {"YES": 4}
     assert faith["parse_failures"] == 0
     assert summary["metrics"]["answer_relevance"]["mean"] == 0.75
@@ -83,8 +84,8 @@ def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
     assert "| generator | `llama3.2:3b` (ollama) |" in report
     assert "| judge | `qwen2.5:7b` (ollama) |" in report
     assert "top_k=4" in report and "| prompt | default |" in report
-    assert "| faithfulness | 1.000 | 1.000 – 1.000 | 4 | YES: 4 | 0 | 0 |" in report
-    assert "works well: hallucinations are rare" in report
+    assert "| faithfulness | 1.000 | 0.510 – 1.000 | 4 | YES: 4 | 0 | 0 |" in report
+    assert "**Faithfulness 1.00** (95% CI 0.51-1.00, 4 cases): too few cases to read" in report
     assert "Self-judge" not in report and "Tiny judge" not in report
     assert report.count("### demo-0") == 4
 
@@ -191,7 +192,7 @@ def test_retrieval_metrics_everywhere(tmp_path: Path) -> None:
     assert summary["hit_rate"]["mean"] == 1.0
     assert (summary["hit_rate"]["n"], summary["hit_rate"]["n_unscored"]) == (1, 1)
     report = (run_dir / "report.md").read_text()
-    assert "| hit_rate | 1.000 | 1.000 – 1.000 | 1 (+1 unscored) |" in report
+    assert "| hit_rate | 1.000 | 0.207 – 1.000 | 1 (+1 unscored) |" in report
     [run] = mlflow_runs(tmp_path)
     assert run.data.metrics["mrr/mean"] == 1.0
     assert run.data.metrics["context_recall/n"] == 1
@@ -354,8 +355,9 @@ def test_gate_fails_the_run_after_writing_everything(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stderr
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert failed.stderr.strip().splitlines()[-1] == (
-        "ragexp: error: gate: answer_relevance mean 0.750 (95% CI 0.750-0.750): its CI's lower "
-        "bound is below 0.8"
+        "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.510-1.000): its CI's lower bound "
+        "is below 0.85; answer_relevance mean 0.750 (95% CI 0.301-0.954): its CI's lower bound "
+        "is below 0.8"  # four cases cannot show 0.85 even when all four are YES
     )
     for name in ("cases.jsonl", "summary.json", "report.md"):
         assert (tmp_path / "outputs/fail" / name).is_file()

@@ -9,7 +9,7 @@ import pytest
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import bundled_data_dir
-from ragexp.report import faithfulness_reading, render_report
+from ragexp.report import faithfulness_line, faithfulness_reading, render_report
 from ragexp.results import CaseResult, MetricResult, RetrievedChunk
 from ragexp.stats import MetricSummary, Summary, summarize
 
@@ -148,9 +148,20 @@ def test_score_table_has_a_row_per_metric() -> None:
     assert rows["faithfulness"].startswith("| faithfulness | 0.500 | ")
     assert "NO: 1, YES: 1" in rows["faithfulness"]
     assert rows["faithfulness"].endswith("| 1 | 0 |")  # 1 parse failure, 0 errors
-    assert rows["answer_relevance"].startswith("| answer_relevance | 1.000 | 1.000 – 1.000 | 1 |")
+    assert rows["answer_relevance"].startswith("| answer_relevance | 1.000 | 0.207 – 1.000 | 1 |")
     assert rows["answer_relevance"].endswith("| 0 | 1 |")  # 0 parse failures, 1 error
-    assert "**Faithfulness 0.50:** " + INVENTS in report
+    assert "**Faithfulness 0.50** (95% CI 0.09-0.91, 2 cases): too few cases to read" in report
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "readable"),
+    [(0.75, 0.93, False), (0.86, 0.97, True), (0.40, 0.48, True), (0.49, 0.51, False)],
+)
+def test_faithfulness_is_read_only_when_its_interval_stays_in_one_band(
+    low: float, high: float, readable: bool
+) -> None:
+    line = faithfulness_line((low + high) / 2, low, high, 40)
+    assert ("too few cases to read" not in line) is readable
 
 
 def test_unscored_metric_shows_na() -> None:
@@ -242,8 +253,8 @@ def test_case_with_error_shows_the_error() -> None:
 def test_faithfulness_headline_number_agrees_with_its_reading() -> None:
     faith = MetricSummary(
         mean=56 / 66,
-        ci_low=0.75,
-        ci_high=0.93,
+        ci_low=None,  # the rounding of the headline, apart from the interval
+        ci_high=None,
         n=33,
         n_unscored=0,
         label_counts={"YES": 25, "PARTIAL": 6, "NO": 2},

@@ -1,4 +1,4 @@
-"""bootstrap_ci and summarize: means, intervals, label/parse/error counts."""
+"""mean_ci, summarize and the gate: means, intervals, label/parse/error counts."""
 
 from __future__ import annotations
 
@@ -9,9 +9,24 @@ import pytest
 
 from ragexp.config import GateConfig
 from ragexp.results import CaseResult, MetricResult
-from ragexp.stats import MetricSummary, Summary, bootstrap_ci, gate_failures, summarize
+from ragexp.stats import MetricSummary, Summary, gate_failures, mean_ci, summarize
 
-# -- bootstrap_ci -------------------------------------------------------------------------
+# -- mean_ci ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("k", "n"), [(3, 3), (0, 3), (1, 4), (9, 10), (17, 24), (40, 40), (1, 1)])
+def test_yes_no_scores_give_scipys_wilson_interval(k: int, n: int) -> None:
+    from scipy.stats import binomtest
+
+    expected = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = mean_ci([1.0] * k + [0.0] * (n - k))
+    assert low == pytest.approx(expected.low, abs=1e-9)
+    assert high == pytest.approx(expected.high, abs=1e-9)
+
+
+def test_three_yes_answers_are_far_from_certain() -> None:
+    low, high = mean_ci([1.0, 1.0, 1.0])
+    assert (round(low, 4), high) == (0.4385, 1.0)  # not "1.000 - 1.000"
 
 
 @pytest.mark.parametrize(
@@ -24,41 +39,20 @@ from ragexp.stats import MetricSummary, Summary, bootstrap_ci, gate_failures, su
         list(np.linspace(0, 1, 37)),
     ],
 )
-def test_interval_contains_the_mean(values: list[float]) -> None:
-    low, high = bootstrap_ci(values)
-    mean = float(np.mean(values))
-    assert low <= mean <= high
-    assert min(values) <= low <= high <= max(values)
-
-
-def test_deterministic_with_the_same_seed() -> None:
-    values = [1.0, 0.5, 0.0, 1.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.0]
-    assert bootstrap_ci(values) == bootstrap_ci(values)
-    assert bootstrap_ci(values, seed=7) == bootstrap_ci(values, seed=7)
-    assert bootstrap_ci(values, seed=7) != bootstrap_ci(values, seed=8)
-
-
-@pytest.mark.parametrize("value", [0.0, 0.5, 1.0, 0.1])
-def test_all_equal_values_give_a_degenerate_interval(value: float) -> None:
-    low, high = bootstrap_ci([value] * 12)
-    assert low == high
-    assert low == pytest.approx(value)
-
-
-@pytest.mark.parametrize("value", [0.0, 0.75, 1.0])
-def test_single_value(value: float) -> None:
-    assert bootstrap_ci([value]) == (value, value)
+def test_interval_contains_the_mean_and_stays_in_range(values: list[float]) -> None:
+    low, high = mean_ci(values)
+    assert 0.0 <= low <= float(np.mean(values)) <= high <= 1.0
 
 
 def test_no_values_is_nan() -> None:
-    low, high = bootstrap_ci([])
+    low, high = mean_ci([])
     assert math.isnan(low) and math.isnan(high)
 
 
 def test_width_shrinks_with_more_data() -> None:
     widths = []
     for n in (10, 40, 160, 640):
-        low, high = bootstrap_ci([0.0, 1.0] * (n // 2))
+        low, high = mean_ci([0.0, 1.0] * (n // 2))
         widths.append(high - low)
     assert widths == sorted(widths, reverse=True)
     assert widths[-1] < widths[0] / 4
@@ -66,8 +60,8 @@ def test_width_shrinks_with_more_data() -> None:
 
 def test_higher_confidence_is_wider() -> None:
     values = [0.0, 1.0, 0.5, 1.0, 1.0, 0.0, 0.5, 1.0]
-    low90, high90 = bootstrap_ci(values, confidence=0.90)
-    low99, high99 = bootstrap_ci(values, confidence=0.99)
+    low90, high90 = mean_ci(values, confidence=0.90)
+    low99, high99 = mean_ci(values, confidence=0.99)
     assert low99 <= low90 and high90 <= high99
     assert (high99 - low99) > (high90 - low90)
 
@@ -137,7 +131,7 @@ def test_faithfulness_summary(summary: Summary) -> None:
     assert f.parse_failures == 1
     assert f.errors == 1
     assert f.ci_low is not None and f.ci_high is not None
-    assert (f.ci_low, f.ci_high) == bootstrap_ci([1.0, 0.5, 0.0, 1.0])
+    assert (f.ci_low, f.ci_high) == mean_ci([1.0, 0.5, 0.0, 1.0])
     assert f.ci_low <= f.mean <= f.ci_high
 
 
@@ -162,10 +156,13 @@ def test_metric_nobody_scored() -> None:
     assert summary.n_errors == 1
 
 
-def test_single_scored_case_has_degenerate_interval() -> None:
+def test_single_scored_case_has_a_wide_interval_not_a_point() -> None:
     summary = summarize([case("a", faithfulness=faith("PARTIAL", 0.5))], ["faithfulness"])
     f = summary.metrics["faithfulness"]
-    assert (f.mean, f.ci_low, f.ci_high) == (0.5, 0.5, 0.5)
+    z = 1.959963984540054
+    half = 0.5 * z / math.sqrt(1 + z * z)  # Wilson's half-width at p = 0.5, n = 1
+    assert f.mean == 0.5
+    assert (f.ci_low, f.ci_high) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
 
 
 def test_summary_serialises() -> None:

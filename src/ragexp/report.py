@@ -26,6 +26,21 @@ def faithfulness_reading(mean: float) -> str:
     raise AssertionError("unreachable")
 
 
+def faithfulness_line(mean: float, low: float | None, high: float | None, n: int) -> str:
+    """The reading of a faithfulness mean, or "too few cases to read" when its 95% interval
+    reaches into another reading band."""
+    shown = round(mean, 2)  # the band is read from the number the reader sees
+    if low is not None and high is not None:
+        bands = {faithfulness_reading(round(low, 2)), faithfulness_reading(round(high, 2))}
+        if len(bands) > 1:
+            return (
+                f"**Faithfulness {shown:.2f}** (95% CI {low:.2f}-{high:.2f}, {n} cases): too few "
+                "cases to read; the interval spans more than one of the readings below 0.50, "
+                "0.65 and 0.85. Add cases before drawing a conclusion."
+            )
+    return f"**Faithfulness {shown:.2f}:** {faithfulness_reading(shown)}"
+
+
 def is_self_judge(config: RunConfig, backends: Mapping[str, str]) -> bool:
     """The generator's own model judges its answers (same model name on the same backend)."""
     return (config.generator.model, backends.get("generator")) == (
@@ -100,8 +115,7 @@ def render_report(
         )
     faith = summary.metrics.get("faithfulness")
     if faith and faith.mean is not None:
-        shown = round(faith.mean, 2)  # the band is read from the number the reader sees
-        lines += ["", f"**Faithfulness {shown:.2f}:** {faithfulness_reading(shown)}"]
+        lines += ["", faithfulness_line(faith.mean, faith.ci_low, faith.ci_high, faith.n)]
     lines += ["", "## Cases", ""]
     for case in cases:
         lines += _case_section(case)

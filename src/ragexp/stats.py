@@ -1,7 +1,9 @@
-"""Per-metric means with bootstrap confidence intervals, label counts and failure counts."""
+"""Per-metric means with 95% confidence intervals (Wilson score), label counts and failure
+counts."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -12,9 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from ragexp.config import GateConfig
 from ragexp.results import CaseResult
 
-BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
-BOOTSTRAP_SEED = 0
 
 
 class MetricSummary(BaseModel):
@@ -23,7 +23,7 @@ class MetricSummary(BaseModel):
     mean: float | None
     """Mean score over the cases the metric scored; None if it scored none."""
     ci_low: float | None
-    """Lower bound of the 95% percentile-bootstrap interval of the mean."""
+    """Lower bound of the 95% Wilson score interval of the mean (see `mean_ci`)."""
     ci_high: float | None
     n: int
     """Cases with a score."""
@@ -60,22 +60,25 @@ class Summary(BaseModel):
     """Cases the run set out to do (the dataset's size)."""
 
 
-def bootstrap_ci(
-    values: Sequence[float],
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (degenerate for fewer than two values)."""
+def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The Wilson score interval of the mean of scores in [0, 1].
+
+    For yes/no scores it is the interval with close to nominal coverage even at a handful of
+    cases (where a bootstrap of three YES answers claims 1.000 - 1.000); for graded scores it
+    errs wide, since a score in [0, 1] with mean p varies at most as much as a yes/no one.
+    """
     data = np.asarray(values, dtype=float)
-    if data.size < 2:
-        mean = float(data.mean()) if data.size else float("nan")
-        return mean, mean
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return float(low), float(high)
+    n = data.size
+    if n == 0:
+        return float("nan"), float("nan")
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    p = float(np.clip(data.mean(), 0.0, 1.0))
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)
 
 
 def summarize(
@@ -87,7 +90,7 @@ def summarize(
     for name in metric_names:
         results = [c.metrics[name] for c in cases if name in c.metrics]
         scores = [r.score for r in results if r.score is not None and r.error is None]
-        low, high = bootstrap_ci(scores) if scores else (None, None)
+        low, high = mean_ci(scores) if scores else (None, None)
         labels = Counter(r.label for r in results if r.label is not None and r.error is None)
         metrics[name] = MetricSummary(
             mean=float(np.mean(scores)) if scores else None,
