@@ -93,9 +93,11 @@ def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
 def test_mlflow_run(ollama_run: tuple[Path, str]) -> None:
     import mlflow
 
-    cwd, _ = ollama_run
+    cwd, stderr = ollama_run
     [run] = mlflow_runs(cwd)
     params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
+    wall_s = float(stderr.split("ragexp: done in ")[1].split(" s")[0])
+    assert run.info.end_time - run.info.start_time >= wall_s * 1000  # spans the whole job
     assert params["retriever.top_k"] == "4"
     assert params["judge.model"] == "qwen2.5:7b"
     assert params["generator.model"] == "llama3.2:3b"
@@ -113,6 +115,7 @@ def test_mlflow_run(ollama_run: tuple[Path, str]) -> None:
         locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list"
     )
     assert len(traces) == 4
+    assert run.info.start_time <= min(t.info.request_time for t in traces)  # from before case 1
     trace = traces[0]
     names = [span.name for span in trace.data.spans]
     assert names[0].startswith("case demo-0")

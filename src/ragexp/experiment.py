@@ -99,8 +99,6 @@ def run_job(
         raise
     finally:
         case_log.close()
-    if tracker is not None and tracker.error is not None:
-        raise ConfigError(f"{tracker.error} {_kept(case_log)}")
     interrupted = stop.is_set()
     summary = summarize(outcome.cases, config.metrics, n_planned=len(dataset.cases))
     report = render_report(
@@ -113,6 +111,8 @@ def run_job(
     )
     resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(resolved))
     paths = write_outputs(run_dir, outcome.cases, summary, report, resolved_yaml)
+    if tracker is not None and tracker.error is not None:  # it stopped the run; outputs kept
+        raise ConfigError(f"{tracker.error} {_kept(case_log)}")
     if not interrupted:
         reg.notify(
             "ragexp_run_end",

@@ -58,3 +58,45 @@ def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
     kept = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
     assert len(kept) < 24  # stopped once the store said no, not after every case
     assert f"its {len(kept)} finished cases are kept in" in last or len(kept) == 1
+
+
+def test_a_dead_logging_process_is_a_warning_not_a_hung_run(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import mlflow
+
+    mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").create_experiment(
+        "ragexp"
+    )  # the store exists: the logging process opens the run within seconds
+    with FakeOllama(models=["llama3.2:3b"], delay_s=0.4) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragexp", "llm=ollama", "hydra.run.dir=outputs/run"],
+            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "RAGEXP_LOAD_PLUGINS": "", "OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not mlflow_runs(tmp_path):
+            time.sleep(0.5)  # until the logging process has opened the run
+        writer = _child_running(proc.pid, "spawn_main", "--multiprocessing-fork")
+        os.kill(writer, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in stderr
+    assert "ragexp: warning: the MLflow logging process died; run " in stderr
+
+
+def _child_running(parent: int, *words: str) -> int:
+    """The pid of ``parent``'s child whose command line holds every one of ``words``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and all(word in cmdline for word in words):
+            return int(entry.name)
+    raise AssertionError(f"no child of {parent} running {words}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,16 +36,17 @@ class Tracker:
         *,
         run_name: str,
         on_failure: Callable[[], None] = lambda: None,
-        parent_run_id: str | None = None,
     ) -> None:
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads
         self._inbox = context.Queue()
         self._inbox.cancel_join_thread()  # never hang at exit on a tracker that stopped reading
-        self._replies, child_end = context.Pipe(duplex=False)
+        self._replies, self._child_end = context.Pipe(duplex=False)
         self._resolved = dict(resolved)
-        self._parent_tags = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
+        self._start_ms = int(time.time() * 1000)
         self._process = context.Process(
-            target=serve, args=(self._inbox, child_end, config, run_name), name="ragexp-mlflow"
+            target=serve,
+            args=(self._inbox, self._child_end, config, run_name),
+            name="ragexp-mlflow",
         )
         self._on_failure = on_failure
         self._finished = threading.Event()
@@ -58,13 +60,14 @@ class Tracker:
     def start(cls, *args: Any, **kwargs: Any) -> Tracker:
         tracker = cls(*args, **kwargs)
         tracker._process.start()
+        tracker._child_end.close()  # the child holds it now: its exit reads as EOF here
         threading.Thread(target=tracker._listen, name="ragexp-mlflow-replies", daemon=True).start()
         return tracker
 
     def begin(self, tags: Mapping[str, str]) -> None:
         """The run really starts (its backends answered): create the MLflow run."""
         self._begun = True
-        self._inbox.put(Begin(self._resolved, {**tags, **self._parent_tags}))
+        self._inbox.put(Begin(self._resolved, dict(tags), self._start_ms))
 
     def add(self, case: CaseResult) -> None:
         """Queue one finished case (a background thread pickles and sends it)."""
@@ -109,7 +112,11 @@ class Tracker:
                     break
         except (EOFError, OSError):
             if not self.run_id:
-                self.error = ConfigError("tracking: the MLflow logging process died")
+                self.error = ConfigError(
+                    "tracking: the MLflow logging process died before it opened the run; run "
+                    "again (every finished call is cached), or with tracking.enabled=false"
+                )
+                self._on_failure()
             else:
                 self._warning = (
                     f"ragexp: warning: the MLflow logging process died; run {self.run_id} "

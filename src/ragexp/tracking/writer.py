@@ -46,6 +46,8 @@ class Begin:
 
     resolved: Mapping[str, Any]
     tags: Mapping[str, str]
+    start_ms: int
+    """When the job started (the run's start time, so its duration is the job's)."""
 
 
 @dataclass(frozen=True)
@@ -81,15 +83,18 @@ class MlflowWriter:
         self.tracing = TracingClient(uri)
         _remember_experiment(self.tracing.store, self.experiment_id)
 
-    def create_run(self, resolved: Mapping[str, Any], tags: Mapping[str, str]) -> str:
+    def create_run(self, begin: Begin) -> str:
         """Create the run with its params and tags; returns its id."""
         from mlflow.entities import Param
         from mlflow.tracking.context.registry import resolve_tags
 
         run = self.client.create_run(
-            self.experiment_id, run_name=self.run_name, tags=resolve_tags(dict(tags))
+            self.experiment_id,
+            start_time=begin.start_ms,
+            run_name=self.run_name,
+            tags=resolve_tags(dict(begin.tags)),
         )
-        flat = flatten(resolved, secrets=env_secrets(resolved))
+        flat = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
         params = [Param(k, v) for k, v in flat.items()]
         self.client.log_batch(run.info.run_id, params=params)
         self.run_id = str(run.info.run_id)
@@ -149,7 +154,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
         writer.connect()
         first = _wait(inbox)
         if isinstance(first, Begin):
-            writer.create_run(first.resolved, first.tags)
+            writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
         error = exc if isinstance(exc, ConfigError) else ConfigError(
             f"tracking: cannot log to {config.tracking.tracking_uri}: {_first_line(exc)}; "
