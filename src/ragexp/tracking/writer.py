@@ -169,7 +169,14 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
         batch, end = _next_batch(inbox)
         if batch:
             writer.write(batch)
-    warning = writer.finish(end) if writer.run_id else None
+    try:
+        warning = writer.finish(end) if writer.run_id else None
+    except Exception as exc:  # the end of the log failed: still end the run, and say so
+        warning = (
+            f"ragexp: warning: MLflow run {writer.run_id} may be incomplete: {_first_line(exc)}"
+        )
+        with contextlib.suppress(Exception):
+            writer.client.set_terminated(writer.run_id, end.status)
     _tell(outbox, "finished", writer.run_id, warning)
     _exit()
 
