@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ragexp.comparison import ALPHA, CONFIDENCE, MetricComparison, compare_cases
-from ragexp.errors import ConfigError, RagexpError
+from ragexp.errors import ConfigError, RagexpError, first_line
 from ragexp.outputs import CASES_FILE
 from ragexp.results import CaseResult
 
@@ -73,7 +73,7 @@ def _read(path: Path) -> list[CaseResult]:
         try:
             cases.append(CaseResult.model_validate_json(line))
         except ValueError as exc:
-            raise ConfigError(f"{path}:{number}: not a ragexp case ({_first(exc)})") from None
+            raise ConfigError(f"{path}:{number}: not a ragexp case ({first_line(exc)})") from None
     return cases
 
 
@@ -110,7 +110,7 @@ def _download(ref: str, tracking_uri: str, experiment: str) -> Path:
         return Path(client.download_artifacts(run_id, CASES_FILE, str(target)))
     except (MlflowException, OSError) as exc:
         raise ConfigError(
-            f"{ref}: MLflow run {run_id} has no {CASES_FILE}: {_first(exc)}"
+            f"{ref}: MLflow run {run_id} has no {CASES_FILE}: {first_line(exc)}"
         ) from None
 
 
@@ -177,7 +177,3 @@ def _num(value: float | None, *, signed: bool = False) -> str:
     if value is None:
         return "n/a"
     return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _first(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

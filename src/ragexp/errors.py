@@ -81,3 +81,8 @@ class MetricError(RagexpError):
 
 class RagexpWarning(UserWarning):
     """Something a user should know about but that does not stop a run."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a library's may run to pages), or its type."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

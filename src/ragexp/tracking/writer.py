@@ -22,7 +22,7 @@ from queue import Empty
 from typing import Any, Literal
 
 from ragexp.config import RunConfig
-from ragexp.errors import ConfigError
+from ragexp.errors import ConfigError, first_line
 from ragexp.results import CaseResult
 from ragexp.tracking.run import (
     TABLE_FILE,
@@ -112,7 +112,7 @@ class MlflowWriter:
             log_traces(self.tracing, self.experiment_id, traces)
         except Exception as exc:
             self.failures += len(cases)
-            self.failure = self.failure or _first_line(exc)
+            self.failure = self.failure or first_line(exc)
 
     def finish(self, end: Finish) -> str | None:
         """Log the metrics, table, artifacts and status; returns a warning line, if any."""
@@ -157,7 +157,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
             writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
         error = exc if isinstance(exc, ConfigError) else ConfigError(
-            f"tracking: cannot log to {config.tracking.tracking_uri}: {_first_line(exc)}; "
+            f"tracking: cannot log to {config.tracking.tracking_uri}: {first_line(exc)}; "
             "fix tracking.tracking_uri or run with tracking.enabled=false"
         )  # fmt: skip
         _tell(outbox, "error", str(error))
@@ -173,7 +173,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
         warning = writer.finish(end) if writer.run_id else None
     except Exception as exc:  # the end of the log failed: still end the run, and say so
         warning = (
-            f"ragexp: warning: MLflow run {writer.run_id} may be incomplete: {_first_line(exc)}"
+            f"ragexp: warning: MLflow run {writer.run_id} may be incomplete: {first_line(exc)}"
         )
         with contextlib.suppress(Exception):
             writer.client.set_terminated(writer.run_id, end.status)
@@ -255,9 +255,5 @@ def _experiment_id(client: Any, name: str, uri: str) -> str:
         return str(experiment.experiment_id)
     except MlflowException as exc:
         raise ConfigError(
-            f"tracking: cannot use experiment '{name}' at {uri}: {_first_line(exc)}"
+            f"tracking: cannot use experiment '{name}' at {uri}: {first_line(exc)}"
         ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
