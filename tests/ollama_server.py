@@ -48,6 +48,15 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 _SENTENCE_RE = re.compile(r".+?[.!?](?=\s|$)", re.DOTALL)
 
 
+_request = threading.local()
+
+
+def request_options() -> Mapping[str, Any]:
+    """The ``options`` of the chat request being answered, for a responder that needs them
+    (e.g. its ``seed``); each request is answered on a thread of its own."""
+    return getattr(_request, "options", {})
+
+
 def default_responder(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
     """A judge-aware reply: ``YES`` to the faithfulness prompt, ``4`` to the answer-relevance
     prompt, else the first sentence after ``Context`` in the prompt, else `DEFAULT_REPLY`."""
@@ -543,6 +552,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if fake.delay_s:
                 time.sleep(fake.delay_s)
+            _request.options = options
             reply = str(fake.responder(name, messages))
         finally:
             fake._leave()

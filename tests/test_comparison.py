@@ -138,3 +138,17 @@ def test_compare_command_finds_runs_in_mlflow_by_id_and_by_name(tmp_path: Path) 
     assert f"B = {second.info.run_name}" in result.stdout
     assert "| faithfulness | 1.000 | 1.000 | +0.000 |" in result.stdout
     assert "| 4 | 0 | 0 | not distinguishable |" in result.stdout
+
+
+def test_a_self_judged_run_is_flagged_from_its_resolved_config(tmp_path: Path) -> None:
+    from ragexp.comparison_report import self_judged
+
+    same = "generator: {backend: ollama, model: m}\njudge: {backend: ollama, model: m}\n"
+    other = "generator: {backend: ollama, model: m}\njudge: {backend: ollama, model: j}\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.resolved.yaml").write_text(same)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "config.resolved.yaml").write_text(other)
+    assert self_judged(tmp_path / "a") is True
+    assert self_judged(tmp_path / "b") is False
+    assert self_judged(tmp_path / "nowhere") is False

@@ -33,12 +33,14 @@ def test_typed_sweep_command(tmp_path: Path) -> None:
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["0", "1", "2"]
     for job in ("0", "1", "2"):
         assert (sweep_dir / job / "report.md").is_file()
+    assert (sweep_dir / "summary.md").is_file()
     runs = mlflow_runs(tmp_path)
-    assert sorted(int(r.data.params["retriever.top_k"]) for r in runs) == [3, 5, 8]
-    assert {r.data.params["judge.model"] for r in runs} == {"qwen2.5:7b"}
-    assert {r.info.run_name for r in runs} == {
-        f"dataset.limit=2,judge.model=qwen2.5:7b,retriever.top_k={k}" for k in (3, 5, 8)
-    }
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    jobs = [r for r in runs if r is not parent]
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parent.info.run_id}
+    assert sorted(int(r.data.params["retriever.top_k"]) for r in jobs) == [3, 5, 8]
+    assert {r.data.params["judge.model"] for r in jobs} == {"qwen2.5:7b"}
+    assert {r.info.run_name for r in jobs} == {f"top_k={k}" for k in (3, 5, 8)}
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ragexp.config import GateConfig
-from ragexp.results import CaseResult, MetricResult
-from ragexp.stats import MetricSummary, Summary, gate_failures, mean_ci, summarize
+from ragexp.results import CaseResult, Judgement, MetricResult
+from ragexp.stats import MetricSummary, Summary, gate_failures, judge_noise, mean_ci, summarize
 
 # -- mean_ci ------------------------------------------------------------------------------
 
@@ -196,3 +196,23 @@ def test_gate(mode: str, mean: float | None, ci: tuple[float, float] | None, fai
     assert bool(failures) is failed
     if failed and mean is not None:
         assert failures[0].startswith(f"faithfulness mean {mean:.3f} (95% CI {ci[0]:.3f}-")
+
+
+def test_judge_noise_from_repeated_judgements_matches_values_worked_by_hand() -> None:
+    """Scores over three judgements: (1, 1, 0) and (1, 1, 1). Per-case variances (n - 1): 1/3
+    and 0, mean 1/6; the floor is 1.959964 * sqrt((1/6 + 1/6) / 2) = 0.800152."""
+    results = [
+        MetricResult(score=1.0, label="YES", repeats=[
+            Judgement(score=1.0, label="YES"), Judgement(score=0.0, label="NO")]),
+        MetricResult(score=1.0, label="YES", repeats=[
+            Judgement(score=1.0, label="YES"), Judgement(score=1.0, label="YES")]),
+        MetricResult(score=1.0, label="YES"),  # judged once: left out
+    ]  # fmt: skip
+    noise = judge_noise(results)
+    assert noise is not None
+    assert (noise.repeats, noise.n, noise.flip_rate) == (3, 2, 0.5)
+    assert noise.repeat_means == [1.0, 1.0, 0.5]
+    assert noise.spread == 0.5
+    assert noise.case_variance == pytest.approx(1 / 6)
+    assert noise.floor == pytest.approx(0.800152, abs=1e-6)
+    assert judge_noise([MetricResult(score=1.0)]) is None

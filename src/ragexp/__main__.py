@@ -17,28 +17,48 @@ from ragexp.cli import (
     register_resolvers,
     show_warnings_as_lines,
 )
+from ragexp.config import primary_metric
 from ragexp.errors import RagexpError
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _job(cfg: DictConfig) -> float | None:
+    """One Hydra job; returns the mean of the primary metric (what a search sweeper such as
+    Optuna optimises). In a multirun, a job that fails says so and lets the others run."""
+    from hydra.types import RunMode
+
     from ragexp.experiment import run_job
 
     hc = HydraConfig.get()
     run_name = hc.job.override_dirname.replace("\\", "") or "default"  # Hydra escapes ':'
+    swept: dict[str, str] = {}
+    tags: dict[str, str] = {}
+    multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        from ragexp.sweep.link import SweepLink, job_label, job_values
 
+        link = SweepLink.read(Path(hc.sweep.dir))
+        if link is not None:
+            swept = job_values(hc.overrides.task, link.swept)
+            run_name = job_label(swept)
+            tags = {"mlflow.parentRunId": link.parent_run_id} if link.parent_run_id else {}
     try:
-        summary = run_job(cfg, Path(hc.runtime.output_dir), run_name=run_name)
+        summary = run_job(
+            cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags
+        )
     except RagexpError as exc:
-        fail(exc)
+        if not multirun:
+            fail(exc)
+        print(f"ragexp: error: job {hc.job.num} ({run_name}): {exc}", file=sys.stderr)
+        return None
     except KeyboardInterrupt as exc:
         print(
             f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl",
             file=sys.stderr,
         )
         sys.exit(getattr(exc, "exit_code", 130))
-    first = next(iter(summary.metrics.values()), None)
-    return first.mean if first else None
+    primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
+    return primary.mean if primary else None
 
 
 def main() -> None:
@@ -67,6 +87,9 @@ def main() -> None:
     except RagexpError as exc:
         fail(exc)
     _job()
+    from ragexp.sweep import callback
+
+    sys.exit(callback.exit_code)
 
 
 if __name__ == "__main__":

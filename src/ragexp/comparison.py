@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragexp.results import CaseResult
+from ragexp.stats import judge_noise, noise_floor
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -50,6 +51,17 @@ class MetricComparison:
     ci_high: float | None
     p_value: float | None
     differing: tuple[CaseDiff, ...]
+    noise_floor: float | None = None
+    """Differences judge noise alone stays under (95%), when either run judged its answers more
+    than once (``judge.repeats``); see `ragexp.stats.noise_floor`."""
+
+    @property
+    def within_noise(self) -> bool:
+        return (
+            self.delta is not None
+            and self.noise_floor is not None
+            and abs(self.delta) < self.noise_floor
+        )
 
     @property
     def verdict(self) -> str:
@@ -57,6 +69,8 @@ class MetricComparison:
             return "no paired cases"
         if self.n_paired < 2:
             return "too few paired cases to tell"
+        if self.within_noise:
+            return "within judge noise"
         if self.p_value < ALPHA and self.ci_low is not None and self.ci_high is not None:
             if self.ci_low > 0:
                 return "B is better"
@@ -114,6 +128,12 @@ def _compare_metric(
     score_a = np.array([p[1] for p in pairs])
     score_b = np.array([p[2] for p in pairs])
     low, high = paired_bootstrap_ci(score_a, score_b)
+    noise = [
+        judge_noise([c.metrics[name] for c in run if name in c.metrics])
+        for run in (a, by_id_b.values())
+    ]
+    variances = [n.case_variance for n in noise if n is not None]
+    floor = noise_floor(variances[0], variances[-1], len(pairs)) if variances else None
     return MetricComparison(
         metric=name,
         n_paired=len(pairs),
@@ -126,6 +146,7 @@ def _compare_metric(
         ci_high=high,
         p_value=paired_permutation_p(score_a, score_b),
         differing=differing,
+        noise_floor=floor,
     )
 
 

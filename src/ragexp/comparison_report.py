@@ -8,6 +8,7 @@ A and B are run dirs (holding `cases.jsonl`), MLflow run ids, or MLflow run name
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 from collections.abc import Sequence
@@ -16,10 +17,11 @@ from pathlib import Path
 
 from ragexp.comparison import ALPHA, CONFIDENCE, MetricComparison, compare_cases
 from ragexp.errors import ConfigError, RagexpError, first_line
-from ragexp.outputs import CASES_FILE
+from ragexp.outputs import CASES_FILE, CONFIG_FILE
 from ragexp.results import CaseResult
 
 SHOWN_IN_TERMINAL = 5
+SELF_JUDGE = " (self-judge: its generator judged its own answers)"
 
 
 def compare_command(argv: Sequence[str]) -> int:
@@ -37,32 +39,71 @@ def compare_command(argv: Sequence[str]) -> int:
     from ragexp.cli import fail
 
     try:
-        cases_a = load_cases(args.a, args.tracking_uri, args.experiment)
-        cases_b = load_cases(args.b, args.tracking_uri, args.experiment)
+        path_a = locate(args.a, args.tracking_uri, args.experiment)
+        path_b = locate(args.b, args.tracking_uri, args.experiment)
+        cases_a, cases_b = _read(path_a), _read(path_b)
         comparisons = compare_cases(cases_a, cases_b, args.metric)
     except RagexpError as exc:
         fail(exc)
+    name_a = args.a + (SELF_JUDGE if self_judged(path_a.parent) else "")
+    name_b = args.b + (SELF_JUDGE if self_judged(path_b.parent) else "")
     if args.format == "json":
-        print(json.dumps(to_json(args.a, args.b, comparisons), indent=2))
-    elif args.format == "md":
-        print(render(args.a, args.b, comparisons, markdown=True), end="")
-    else:
-        print(render(args.a, args.b, comparisons, markdown=False), end="")
+        print(json.dumps(to_json(name_a, name_b, comparisons), indent=2))
+        return 0
+    text = render(name_a, name_b, comparisons, markdown=args.format == "md")
+    print(text + noise_notes(cases_a, cases_b, comparisons), end="")
     return 0
 
 
-def load_cases(ref: str, tracking_uri: str, experiment: str) -> list[CaseResult]:
-    """The cases of the run ``ref`` names (see the module docstring)."""
+def noise_notes(
+    a: Sequence[CaseResult], b: Sequence[CaseResult], comparisons: Sequence[MetricComparison]
+) -> str:
+    """What each run's repeated judgements (``judge.repeats``) measured, per compared metric."""
+    from ragexp.report import noise_line
+    from ragexp.stats import judge_noise
+
+    lines = []
+    for c in comparisons:
+        for run, cases in (("A", a), ("B", b)):
+            noise = judge_noise(
+                [case.metrics[c.metric] for case in cases if c.metric in case.metrics]
+            )
+            if noise is not None:
+                lines.append(f"- {run}: {noise_line(c.metric, noise)}")
+    if not lines:
+        return ""
+    floors = [f"{c.metric} ±{c.noise_floor:.3f}" for c in comparisons if c.noise_floor is not None]
+    return (
+        "\n".join(["", f"Judge noise floor at the paired cases: {', '.join(floors)}.", *lines])
+        + "\n"
+    )
+
+
+def locate(ref: str, tracking_uri: str, experiment: str) -> Path:
+    """The ``cases.jsonl`` of the run ``ref`` names (see the module docstring), beside its
+    resolved config; an MLflow run's are downloaded."""
     path = Path(ref)
     if path.is_dir() and (path / CASES_FILE).is_file():
-        return _read(path / CASES_FILE)
+        return path / CASES_FILE
     if path.is_file() and path.name == CASES_FILE:
-        return _read(path)
+        return path
     if path.exists():
         raise ConfigError(
             f"{ref}: no {CASES_FILE} there; give a run dir such as outputs/<date>/<time>"
         )
-    return _read(_download(ref, tracking_uri, experiment))
+    return _download(ref, tracking_uri, experiment)
+
+
+def self_judged(run_dir: Path) -> bool:
+    """The run's generator model judged its own answers (from its resolved config)."""
+    from omegaconf import OmegaConf
+
+    try:
+        config = OmegaConf.load(run_dir / CONFIG_FILE)
+        generator, judge = config.generator, config.judge
+        return bool(generator.model == judge.model and generator.backend == judge.backend)
+    except Exception:  # no config beside the cases (a copied cases.jsonl): nothing to flag
+        return False
 
 
 def _read(path: Path) -> list[CaseResult]:
@@ -106,6 +147,8 @@ def _download(ref: str, tracking_uri: str, experiment: str) -> Path:
             f"{tracking_uri}; give a run dir, or set --tracking-uri / --experiment"
         )
     target = Path(tempfile.mkdtemp(prefix="ragexp-compare-"))
+    with contextlib.suppress(MlflowException, OSError):  # only to flag a self-judge run
+        client.download_artifacts(run_id, CONFIG_FILE, str(target))
     try:
         return Path(client.download_artifacts(run_id, CASES_FILE, str(target)))
     except (MlflowException, OSError) as exc:

@@ -121,6 +121,22 @@ def ollama_host_url(host: str) -> str:
     return f"{url}/{path}" if path else url
 
 
+class JudgeConfig(LLMConfig):
+    """The judge model behind LLM-as-judge metrics."""
+
+    repeats: int = Field(1, ge=1, le=20)
+    """Judge every answer this many times (seed + 0, 1, ...; answers are not regenerated) to
+    measure the judge's own noise; the first judgement is the score."""
+
+    def replicate(self, index: int) -> LLMConfig:
+        """The endpoint config of judgement ``index``: the same model, its seed moved by
+        ``index`` (an unseeded judge stays unseeded)."""
+        fields = self.model_dump(exclude={"repeats"})
+        if self.seed is not None:
+            fields["seed"] = self.seed + index
+        return LLMConfig(**fields)
+
+
 class EmbedderConfig(LLMConfig):
     """The embedding model behind dense retrieval."""
 
@@ -231,11 +247,22 @@ class GateConfig(BaseModel):
         return self
 
 
+class CompareConfig(StrictModel):
+    """How a sweep's summary ranks and tests its jobs."""
+
+    metric: str | None = None
+    """The primary metric: jobs are ranked by its mean and tested on it; default faithfulness
+    when the run has it, else the first of `metrics`."""
+    baseline: str | None = None
+    """The job every other is tested against, as its override string (e.g.
+    `retriever.top_k=5`, or `judge.model=x,retriever.top_k=5`); default: the best job."""
+
+
 class RunConfig(StrictModel):
     """The whole validated configuration of one run (one Hydra job)."""
 
     generator: LLMConfig
-    judge: LLMConfig
+    judge: JudgeConfig
     retriever: RetrieverConfig
     prompt: PromptConfig
     dataset: DatasetConfig
@@ -245,6 +272,21 @@ class RunConfig(StrictModel):
     tracking: TrackingConfig = TrackingConfig()
     cache: CacheConfig = CacheConfig()
     gate: GateConfig = GateConfig()
+    compare: CompareConfig = CompareConfig()
+
+    def primary_metric(self) -> str:
+        return primary_metric(self.metrics, self.compare.metric)
+
+    @model_validator(mode="after")
+    def _compare_on_own_metric(self) -> RunConfig:
+        name = self.compare.metric
+        if name is not None and name not in self.metrics:
+            hint = difflib.get_close_matches(name, self.metrics, n=1)
+            raise ValueError(
+                f"compare.metric: '{name}' is not one of this run's metrics "
+                f"({', '.join(self.metrics)})" + (f"; did you mean '{hint[0]}'?" if hint else "")
+            )
+        return self
 
     @model_validator(mode="after")
     def _gate_on_own_metrics(self) -> RunConfig:
@@ -267,6 +309,14 @@ class RunConfig(StrictModel):
         if len(set(value)) != len(value):
             raise ValueError("a metric is listed twice")
         return value
+
+
+def primary_metric(metrics: list[str], chosen: str | None) -> str:
+    """The metric a sweep ranks by: `compare.metric`, else faithfulness when the run has it,
+    else the first of `metrics`."""
+    if chosen is not None:
+        return chosen
+    return "faithfulness" if "faithfulness" in metrics or not metrics else metrics[0]
 
 
 def validate_config(raw: Mapping[str, Any], known: Known | None = None) -> RunConfig:

@@ -8,7 +8,7 @@ import hashlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -18,12 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
-from ragexp.errors import ConfigError, GateFailed, RagexpError
+from ragexp.errors import ConfigError, GateFailed, RagexpError, first_line
 from ragexp.events import CaseEnd, RunEnd, RunStart
-from ragexp.outputs import CaseLog, write_outputs
+from ragexp.outputs import CaseLog, JobRecord, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
 from ragexp.plugins import Registry, registry
-from ragexp.report import render_report
+from ragexp.report import is_self_judge, render_report
 from ragexp.results import CaseResult
 from ragexp.stats import Summary, gate_failures, summarize
 
@@ -48,10 +48,47 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
 
 
 def run_job(
-    cfg: DictConfig, run_dir: Path, *, run_name: str, registry_override: Registry | None = None
+    cfg: DictConfig,
+    run_dir: Path,
+    *,
+    run_name: str,
+    swept: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    registry_override: Registry | None = None,
 ) -> Summary:
     """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes and
-    `Interrupted` (after writing what finished) when a signal stopped it."""
+    `Interrupted` (after writing what finished) when a signal stopped it. ``swept``: in a sweep,
+    this job's swept keys and values; ``tags``: more MLflow tags (e.g. the parent run).
+    ``job.json`` in ``run_dir`` says how the job ended."""
+    job = JobRecord(run_name=run_name, swept=dict(swept or {}))
+    job.write(run_dir)
+    try:
+        summary = _run(cfg, run_dir, job, {**job.swept, **(tags or {})}, registry_override)
+    except BaseException as exc:
+        job.status = (
+            "interrupted"
+            if isinstance(exc, KeyboardInterrupt)
+            else "gate_failed"
+            if isinstance(exc, GateFailed)
+            else "failed"
+        )
+        job.error = first_line(exc) or type(exc).__name__
+        raise
+    else:
+        job.status = "finished"
+        return summary
+    finally:
+        job.write(run_dir)
+
+
+def _run(
+    cfg: DictConfig,
+    run_dir: Path,
+    job: JobRecord,
+    extra_tags: Mapping[str, str],
+    registry_override: Registry | None,
+) -> Summary:
+    run_name = job.run_name
     resolved = resolve(cfg)
     reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
@@ -68,7 +105,7 @@ def run_job(
 
     def on_ready() -> None:  # the backends answered: create the MLflow run
         if tracker is not None:
-            tracker.begin(_run_tags(config, dataset.fingerprint()))
+            tracker.begin({**_run_tags(config, dataset.fingerprint()), **extra_tags})
 
     reg.notify(
         "ragexp_run_start",
@@ -100,6 +137,7 @@ def run_job(
     finally:
         case_log.close()
     interrupted = stop.is_set()
+    job.self_judge = is_self_judge(config, outcome.backends)
     summary = summarize(outcome.cases, config.metrics, n_planned=len(dataset.cases))
     report = render_report(
         config,
@@ -139,6 +177,7 @@ def run_job(
             "KILLED" if interrupted else "FINISHED",
             tags={**outcome_tags(config, record), **_gate_tag(config, failures)},
         )
+        job.mlflow_run_id = run_id
         print(
             f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}"
             + (" (status KILLED: interrupted)" if interrupted else ""),

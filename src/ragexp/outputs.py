@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from ragexp.results import CaseResult
 from ragexp.stats import Summary
@@ -19,6 +21,37 @@ CASES_FILE = "cases.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 CONFIG_FILE = "config.resolved.yaml"
+JOB_FILE = "job.json"
+
+JobStatus = Literal["running", "finished", "interrupted", "failed", "gate_failed"]
+
+
+class JobRecord(BaseModel):
+    """``job.json``: how the job ended and where it was logged, written when it starts and again
+    when it ends (a job killed outright stays ``running``). A sweep's summary reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_name: str
+    status: JobStatus = "running"
+    error: str | None = None
+    """The one-line error a failed job printed."""
+    mlflow_run_id: str = ""
+    self_judge: bool | None = None
+    """The generator's model judged its own answers (None until the backends answered)."""
+    swept: dict[str, str] = {}
+    """In a sweep: the swept keys and this job's values."""
+
+    def write(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / JOB_FILE).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> JobRecord | None:
+        try:
+            return cls.model_validate_json((run_dir / JOB_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
 
 def case_line(case: CaseResult) -> str:

@@ -19,7 +19,7 @@ from ragexp.llm.cache import CallCache
 from ragexp.llm.pool import EndpointPool
 from ragexp.metrics import Judge, Metric, Sample, format_context
 from ragexp.plugins import Registry
-from ragexp.results import CaseResult, LLMCall, MetricResult, RetrievedChunk
+from ragexp.results import CaseResult, Judgement, LLMCall, MetricResult, RetrievedChunk
 from ragexp.retrieval.base import Retriever
 
 
@@ -45,7 +45,8 @@ class _Run:
     config: RunConfig
     retriever: Retriever
     generator: Endpoint
-    judge: Endpoint | None
+    judges: list[Endpoint]
+    """One endpoint per judgement (``judge.repeats``); empty when no metric needs a judge."""
     metrics: list[tuple[Metric, str]]
     progress: TextIO
     on_case: Callable[[CaseResult, int], None]
@@ -76,7 +77,11 @@ async def run_experiment(
         metrics = [(registry.metrics[m], registry.owners[("metrics", m)]) for m in config.metrics]
         generator = pool.get("generator", config.generator)
         needs_judge = any(metric.needs_judge for metric, _ in metrics)
-        judge = pool.get("judge", config.judge) if needs_judge else None
+        judges = (
+            [pool.get("judge", config.judge.replicate(r)) for r in range(config.judge.repeats)]
+            if needs_judge
+            else []
+        )
         spec = registry.retrievers[config.retriever.kind]
         retriever = spec.factory(config.retriever, pool.get)
         await pool.preflight()
@@ -94,7 +99,7 @@ async def run_experiment(
             config,
             retriever,
             generator,
-            judge,
+            judges,
             metrics,
             progress,
             on_case,
@@ -111,7 +116,7 @@ async def run_experiment(
                 return await _run_case(run, case)
 
         results = await asyncio.gather(*(bounded(case) for case in dataset.cases))
-        roles = {"generator": generator, **({"judge": judge} if judge else {})}
+        roles = {"generator": generator, **({"judge": judges[0]} if judges else {})}
         return RunOutcome(
             cases=[case for case in results if case is not None],
             wall_s=time.perf_counter() - start,
@@ -179,29 +184,48 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
 
 
 async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> MetricResult:
+    """The metric's result; with ``judge.repeats=K`` the answer is judged K times (concurrently)
+    and judgements 2..K are kept in ``repeats``."""
     calls: list[LLMCall] = []
-    judge = _judge_for(run.judge, metric, calls) if metric.needs_judge else None
+    if not metric.needs_judge:
+        result = await _score_once(metric, owner, sample, None, run)
+        return result.model_copy(update={"metric_version": metric.version, "calls": calls})
+    first, *others = await asyncio.gather(
+        *(
+            _score_once(metric, owner, sample, _judge_for(endpoint, metric, calls, r), run)
+            for r, endpoint in enumerate(run.judges)
+        )
+    )
+    repeats = [
+        Judgement(score=o.score, label=o.label, parse_ok=o.parse_ok, error=o.error) for o in others
+    ]
+    return first.model_copy(
+        update={"metric_version": metric.version, "calls": calls, "repeats": repeats}
+    )
+
+
+async def _score_once(
+    metric: Metric, owner: str, sample: Sample, judge: Judge | None, run: _Run
+) -> MetricResult:
     options = run.config.metric_options.get(metric.name, {})
     try:
-        result = await metric.score(sample, judge, options)
+        return await metric.score(sample, judge, options)
     except Exception as exc:  # a plugin's failure on one case must not stop the run
         if isinstance(exc, RagexpError) and exc.stops_run:
             raise
-        result = MetricResult(
+        return MetricResult(
             score=None, parse_ok=False, error=f"{type(exc).__name__}: {exc} [{owner}]"
         )
-    return result.model_copy(update={"metric_version": metric.version, "calls": calls})
 
 
-def _judge_for(endpoint: Endpoint | None, metric: Metric, calls: list[LLMCall]) -> Judge:
-    assert endpoint is not None
-
+def _judge_for(endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int) -> Judge:
     async def judge(prompt: str) -> str:
         call = await _call(
             endpoint,
             [{"role": "user", "content": prompt}],
             role=f"judge:{metric.name}",
             metric=metric,
+            replicate=replicate,
         )
         calls.append(call)
         return call.text
@@ -210,7 +234,11 @@ def _judge_for(endpoint: Endpoint | None, metric: Metric, calls: list[LLMCall]) 
 
 
 async def _call(
-    endpoint: Endpoint, messages: list[Message], role: str, metric: Metric | None = None
+    endpoint: Endpoint,
+    messages: list[Message],
+    role: str,
+    metric: Metric | None = None,
+    replicate: int = 0,
 ) -> LLMCall:
     start_ns = time.time_ns()
     completion = await endpoint.chat(
@@ -218,6 +246,7 @@ async def _call(
         role=role,
         metric=metric.name if metric else None,
         metric_version=metric.version if metric else None,
+        replicate=replicate,
     )
     return LLMCall(
         role=role,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ragexp.config import RunConfig
 from ragexp.results import CaseResult
-from ragexp.stats import Summary
+from ragexp.stats import NoiseSummary, Summary
 
 PREVIEW_CHARS = 160
 
@@ -67,6 +67,24 @@ def warnings_for(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
     return notes
 
 
+RULE_OF_THUMB = 0.05
+"""The original harness's rule: judge twice; means more than 5 points apart mean a noisy judge."""
+
+
+def noise_line(metric: str, noise: NoiseSummary) -> str:
+    """What ``judge.repeats`` measured for one metric, with the original harness's rule of
+    thumb applied to the measured figure."""
+    means = ", ".join(f"{m:.3f}" for m in noise.repeat_means)
+    verdict = "a noisy judge" if noise.spread > RULE_OF_THUMB else "not noisy by that rule"
+    return (
+        f"{metric}: judged {noise.repeats} times over {noise.n} cases; labels changed on "
+        f"{noise.flip_rate:.0%} of cases; the means of the judgements ({means}) span "
+        f"{noise.spread:.3f}; differences under ±{noise.floor:.3f} are within judge noise at "
+        f"{noise.n} cases. Rule of thumb (original harness): run twice, and more than 5 points "
+        f"apart means a noisy judge; measured {noise.spread * 100:.1f} points: {verdict}."
+    )
+
+
 def render_report(
     config: RunConfig,
     summary: Summary,
@@ -116,6 +134,10 @@ def render_report(
     faith = summary.metrics.get("faithfulness")
     if faith and faith.mean is not None:
         lines += ["", faithfulness_line(faith.mean, faith.ci_low, faith.ci_high, faith.n)]
+    noisy = [(name, m.noise) for name, m in summary.metrics.items() if m.noise is not None]
+    if noisy:
+        lines += ["", "## Judge noise", ""]
+        lines += [f"- {noise_line(name, noise)}" for name, noise in noisy]
     lines += ["", "## Cases", ""]
     for case in cases:
         lines += _case_section(case)

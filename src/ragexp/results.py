@@ -44,6 +44,15 @@ class LLMCall(_Model):
     """Served from ragexp's call cache (``latency_s`` is then the original call's)."""
 
 
+class Judgement(_Model):
+    """A repeated judgement of the same answer (``judge.repeats`` > 1)."""
+
+    score: float | None = None
+    label: str | None = None
+    parse_ok: bool = True
+    error: str | None = None
+
+
 class MetricResult(_Model):
     """One metric's verdict on one case."""
 
@@ -58,6 +67,9 @@ class MetricResult(_Model):
     error: str | None = None
     """Why the metric failed on this case; the run went on."""
     metric_version: str = ""
+    repeats: list[Judgement] = Field(default_factory=list)
+    """With ``judge.repeats=K``, judgements 2..K of the same answer (the first is this result);
+    they measure the judge's noise and do not enter the score."""
     calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Judge calls behind this result (kept for traces, not written to cases.jsonl)."""
 

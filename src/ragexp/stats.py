@@ -12,9 +12,30 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ragexp.config import GateConfig
-from ragexp.results import CaseResult
+from ragexp.results import CaseResult, Judgement, MetricResult
 
 CONFIDENCE = 0.95
+
+
+class NoiseSummary(BaseModel):
+    """How much the judge disagrees with itself on the same answers (``judge.repeats`` > 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repeats: int
+    n: int
+    """Cases with every judgement scored."""
+    flip_rate: float
+    """Share of those cases whose label was not the same in every judgement."""
+    repeat_means: list[float]
+    """The mean of judgement 1, 2, ... over those cases."""
+    spread: float
+    """Largest minus smallest of ``repeat_means``."""
+    case_variance: float
+    """Mean over cases of the variance of a case's scores across judgements."""
+    floor: float
+    """The judge-noise floor at this run's size: 95% of differences between two judgings of the
+    same answers are smaller (see `noise_floor`)."""
 
 
 class MetricSummary(BaseModel):
@@ -34,6 +55,8 @@ class MetricSummary(BaseModel):
     """Judge replies with no valid label, scored by the metric's fallback."""
     errors: int
     """Cases on which the metric raised."""
+    noise: NoiseSummary | None = None
+    """The judge's noise, measured when the run judged each answer more than once."""
 
 
 class CallCount(BaseModel):
@@ -101,6 +124,7 @@ def summarize(
             label_counts=dict(sorted(labels.items())),
             parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
             errors=sum(1 for r in results if r.error is not None),
+            noise=judge_noise(results),
         )
     calls: dict[str, CallCount] = {}
     for case in cases:
@@ -118,6 +142,49 @@ def summarize(
         status="interrupted" if n_planned is not None and len(cases) < n_planned else "finished",
         n_planned=n_planned,
     )
+
+
+def judge_noise(results: Sequence[MetricResult]) -> NoiseSummary | None:
+    """The judge's noise over results judged more than once (None if none were)."""
+    repeats = max((len(r.repeats) + 1 for r in results), default=1)
+    if repeats < 2:
+        return None
+    rows: list[list[float]] = []
+    flips = 0
+    for r in results:
+        judgements: list[MetricResult | Judgement] = [r, *r.repeats]
+        scores = [j.score for j in judgements if j.score is not None and j.error is None]
+        if len(judgements) != repeats or len(scores) != repeats:
+            continue
+        rows.append(scores)
+        flips += len({(j.label, j.score) for j in judgements}) > 1
+    if not rows:
+        return None
+    table = np.array(rows)
+    means = [float(m) for m in table.mean(axis=0)]
+    variance = float(table.var(axis=1, ddof=1).mean())
+    return NoiseSummary(
+        repeats=repeats,
+        n=len(rows),
+        flip_rate=flips / len(rows),
+        repeat_means=means,
+        spread=max(means) - min(means),
+        case_variance=variance,
+        floor=noise_floor(variance, variance, len(rows)),
+    )
+
+
+def noise_floor(
+    variance_a: float, variance_b: float, n: int, confidence: float = CONFIDENCE
+) -> float:
+    """The difference between two runs' means that judge noise alone stays under with
+    ``confidence``: each run's mean over ``n`` cases carries judge variance
+    ``variance / n`` (``variance``: the mean per-case variance across repeated judgements), so
+    their difference has standard deviation sqrt((variance_a + variance_b) / n)."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    return z * math.sqrt((variance_a + variance_b) / n) if n else float("nan")
 
 
 def gate_failures(summary: Summary, gate: GateConfig) -> list[str]:

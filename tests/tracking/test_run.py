@@ -1,19 +1,16 @@
-"""MLflow logging details that the end-to-end tests do not pin down: params, metric names, the
-case table, and the shape of a case's trace."""
+"""MLflow logging details that the end-to-end tests do not pin down: params, metric names and the
+case table (a case's trace: test_traces.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.test_config import KNOWN, valid_raw
 
-from ragexp.config import validate_config
-from ragexp.results import CaseResult, LLMCall, MetricResult
+from ragexp.results import CaseResult, MetricResult
 from ragexp.stats import MetricSummary, Summary
 from ragexp.tracking import REDACTED, RunRecord, case_table, flatten, metric_values
 from ragexp.tracking.run import env_secrets
-from ragexp.tracking.traces import case_trace
 
 
 def test_flatten_uses_dotted_keys() -> None:
@@ -92,53 +89,3 @@ def test_case_table_has_one_row_per_case() -> None:
     assert table["faithfulness/label"] == ["YES", ""]
     assert table["faithfulness/score"] == [1.0, None]
     assert table["error"] == ["", "boom"]
-
-
-def _call(role: str, start_ns: int, latency_s: float, *, cached: bool = False) -> LLMCall:
-    return LLMCall(
-        role=role, backend="ollama", model="m", model_id="sha256:abc", prompt=f"{role} prompt",
-        text="YES", prompt_tokens=10, completion_tokens=1, latency_s=latency_s,
-        start_ns=start_ns, cached=cached,
-    )  # fmt: skip
-
-
-def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments() -> None:
-    from mlflow.tracing.constant import TraceMetadataKey
-
-    raw = valid_raw()
-    raw["judge"]["model"] = "judge-model"
-    config = validate_config(raw, KNOWN)
-    case = CaseResult(
-        case_id="c1", question="When?", answer="At 6.",
-        generation=_call("generate", 2_000_000_000, 1.5),
-        metrics={
-            "faithfulness": MetricResult(
-                score=1.0, label="YES", raw="YES",
-                calls=[_call("judge:faithfulness", 3_500_000_000, 0.7, cached=True)],
-            ),
-            "hit_rate": MetricResult(score=0.0, label="miss"),
-        },
-        retrieve_ns=(1_000_000_000, 2_000_000_000),
-    )  # fmt: skip
-    trace = case_trace(case, config, experiment_id="7", run_id="run-1")
-
-    root, retrieve, generate, judge = trace.spans
-    assert root.name == "case c1" and root.parent_id is None
-    assert {s.parent_id for s in (retrieve, generate, judge)} == {root.span_id}
-    assert (retrieve.start_time_ns, retrieve.end_time_ns) == (1_000_000_000, 2_000_000_000)
-    assert (generate.start_time_ns, generate.end_time_ns) == (2_000_000_000, 3_500_000_000)
-    assert judge.start_time_ns == judge.end_time_ns == 3_500_000_000  # cached: no time spent
-    assert (root.start_time_ns, root.end_time_ns) == (1_000_000_000, 3_500_000_000)
-    assert generate.span_type == "CHAT_MODEL" and judge.span_type == "LLM"
-    assert generate.inputs == {"prompt": "generate prompt"} and judge.outputs == {"text": "YES"}
-    assert judge.attributes["cached"] is True
-    assert {s.trace_id for s in trace.spans} == {trace.info.trace_id}
-
-    info = trace.info
-    assert info.trace_metadata[TraceMetadataKey.SOURCE_RUN] == "run-1"
-    assert (info.request_time, info.execution_duration) == (1000, 2500)
-    feedback = {a.name: a for a in info.assessments}
-    assert feedback["faithfulness"].value == 1.0 and feedback["faithfulness"].rationale == "YES"
-    assert feedback["faithfulness"].source.source_type == "LLM_JUDGE"
-    assert feedback["faithfulness"].source.source_id == "judge-model"
-    assert feedback["hit_rate"].source.source_type == "CODE"

@@ -92,6 +92,10 @@ def metric_values(record: RunRecord) -> dict[str, float]:
         values[f"{name}/n"] = m.n
         values[f"{name}/parse_failures"] = m.parse_failures
         values[f"{name}/errors"] = m.errors
+        if m.noise is not None:
+            values[f"{name}/noise_floor"] = m.noise.floor
+            values[f"{name}/flip_rate"] = m.noise.flip_rate
+            values[f"{name}/repeat_spread"] = m.noise.spread
         labelled = sum(m.label_counts.values())
         for label, count in m.label_counts.items():
             values[f"{name}/rate_{_metric_key(label)}"] = count / labelled

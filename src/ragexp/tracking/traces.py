@@ -1,5 +1,6 @@
-"""One MLflow trace per case: spans for retrieval, generation and each judge call, and one
-assessment per metric, so MLflow's UI lists the run under "Evaluation runs".
+"""One MLflow trace per case: spans for retrieval, generation and each judge call, one
+assessment per metric, so MLflow's UI lists the run under "Evaluation runs", the case's reference
+as an expectation, and token usage where MLflow's UI reads it.
 
 The traces are built as MLflow entities here and written in batches through MLflow's tracing
 client: `start_trace` per trace (its info, tags and assessments in one transaction) and one
@@ -38,6 +39,7 @@ def case_trace(
     from mlflow.tracing.constant import (
         TRACE_SCHEMA_VERSION,
         TRACE_SCHEMA_VERSION_KEY,
+        SpanAttributeKey,
         SpansLocation,
         TraceMetadataKey,
         TraceTagKey,
@@ -62,14 +64,33 @@ def case_trace(
              for r in case.retrieved],
             {},
         )  # fmt: skip
+    usages: list[dict[str, int]] = []
     for call in calls:
+        attributes: dict[str, Any] = {
+            "model": call.model, "backend": call.backend, "model_id": call.model_id,
+            "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
+            "cached": call.cached,
+        }  # fmt: skip
+        if (usage := _usage(call)) is not None:
+            attributes[SpanAttributeKey.CHAT_USAGE] = usage
+            usages.append(usage)
         builder.span(
             call.role, "CHAT_MODEL" if call.role == "generate" else "LLM", root,
             call.start_ns, _call_end(call), {"prompt": call.prompt}, {"text": call.text},
-            {"model": call.model, "backend": call.backend, "model_id": call.model_id,
-             "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
-             "cached": call.cached},
+            attributes,
         )  # fmt: skip
+    metadata = {
+        TraceMetadataKey.SOURCE_RUN: run_id,
+        TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
+        TraceMetadataKey.INPUTS: _dumps(inputs),
+        TraceMetadataKey.OUTPUTS: _dumps(outputs),
+    }
+    if usages:
+        # The trace's total, which `start_trace` stores as given (MLflow's tracer sums the spans'
+        # usage the same way). Cached calls count: their tokens are the ones behind this answer.
+        metadata[TraceMetadataKey.TOKEN_USAGE] = _dumps(
+            {key: sum(usage[key] for usage in usages) for key in usages[0]}
+        )
     info = TraceInfo(
         trace_id=builder.trace_id,
         trace_location=TraceLocation.from_experiment_id(experiment_id),
@@ -78,12 +99,7 @@ def case_trace(
         state=TraceState.ERROR if case.error else TraceState.OK,
         request_preview=_dumps(inputs),
         response_preview=_dumps(outputs),
-        trace_metadata={
-            TraceMetadataKey.SOURCE_RUN: run_id,
-            TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
-            TraceMetadataKey.INPUTS: _dumps(inputs),
-            TraceMetadataKey.OUTPUTS: _dumps(outputs),
-        },
+        trace_metadata=metadata,
         tags={
             TraceTagKey.TRACE_NAME: name,
             TraceTagKey.SPANS_LOCATION: SpansLocation.TRACKING_STORE.value,
@@ -101,12 +117,25 @@ def log_traces(client: TracingClient, experiment_id: str, traces: Sequence[CaseT
 
 
 def _assessments(case: CaseResult, config: RunConfig) -> list[Any]:
-    from mlflow.entities import AssessmentSource, Feedback
+    """One feedback per metric, and the case's reference as an expectation under the name
+    `mlflow.genai.evaluate` gives a dataset's ground-truth answer."""
+    from mlflow.entities import AssessmentSource, Expectation, Feedback
+    from mlflow.genai.evaluation.constant import AgentEvaluationReserverKey
 
-    feedback = []
+    assessments: list[Any] = []
+    if case.reference is not None:
+        assessments.append(
+            Expectation(
+                name=AgentEvaluationReserverKey.EXPECTED_RESPONSE,
+                value=case.reference,
+                source=AssessmentSource(
+                    source_type="HUMAN", source_id=f"dataset:{config.dataset.name}"
+                ),
+            )
+        )
     for name, result in case.metrics.items():
         judged = bool(result.calls)
-        feedback.append(
+        assessments.append(
             Feedback(
                 name=name,
                 value=result.score,
@@ -123,7 +152,7 @@ def _assessments(case: CaseResult, config: RunConfig) -> list[Any]:
                 error=result.error,
             )
         )
-    return feedback
+    return assessments
 
 
 class _SpanBuilder:
@@ -176,6 +205,20 @@ class _SpanBuilder:
             )
         )
         return span_id
+
+
+def _usage(call: LLMCall) -> dict[str, int] | None:
+    """The call's tokens as MLflow's chat usage; None unless the backend reported both counts
+    (a total over half the counts would mislead)."""
+    from mlflow.tracing.constant import TokenUsageKey
+
+    if call.prompt_tokens is None or call.completion_tokens is None:
+        return None
+    return {
+        TokenUsageKey.INPUT_TOKENS: call.prompt_tokens,
+        TokenUsageKey.OUTPUT_TOKENS: call.completion_tokens,
+        TokenUsageKey.TOTAL_TOKENS: call.prompt_tokens + call.completion_tokens,
+    }
 
 
 def _call_end(call: LLMCall) -> int:

@@ -27,6 +27,8 @@ from ragexp.results import CaseResult
 from ragexp.tracking.run import RunRecord
 from ragexp.tracking.writer import Begin, Finish, RunStatus, serve
 
+STDLIB_METHODS = ("fork", "spawn", "forkserver")
+
 
 class Tracker:
     def __init__(
@@ -38,6 +40,10 @@ class Tracker:
         on_failure: Callable[[], None] = lambda: None,
     ) -> None:
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        if multiprocessing.get_start_method(allow_none=True) not in (None, *STDLIB_METHODS):
+            # In a joblib (loky) worker the default method is 'loky', which a spawned child,
+            # told to use its parent's method, cannot find: it would die before running.
+            multiprocessing.set_start_method("spawn", force=True)
         self._inbox = context.Queue()
         self._inbox.cancel_join_thread()  # never hang at exit on a tracker that stopped reading
         self._replies, self._child_end = context.Pipe(duplex=False)

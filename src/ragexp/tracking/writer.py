@@ -79,7 +79,7 @@ class MlflowWriter:
         logging.getLogger("mlflow").setLevel(logging.WARNING)
         uri = self.config.tracking.tracking_uri
         self.client = mlflow.MlflowClient(tracking_uri=uri)
-        self.experiment_id = _experiment_id(self.client, self.config.tracking.experiment, uri)
+        self.experiment_id = open_experiment(self.client, self.config.tracking.experiment, uri)
         self.tracing = TracingClient(uri)
         _remember_experiment(self.tracing.store, self.experiment_id)
 
@@ -237,7 +237,7 @@ def _remember_experiment(store: Any, experiment_id: str) -> None:
     store.get_experiment = get_experiment
 
 
-def _experiment_id(client: Any, name: str, uri: str) -> str:
+def open_experiment(client: Any, name: str, uri: str) -> str:
     from mlflow.exceptions import MlflowException
 
     try:
