@@ -305,6 +305,11 @@ class FakeOllama:
 
     # -- internals used by the handler -------------------------------------------------------
 
+    def _intercept(self, handler: _Handler, path: str, body: Any) -> bool:
+        """Called first for every request: a subclass may answer it here (return True) or let
+        the normal routes answer (False). `tests.fault_server.FaultyOllama` injects faults."""
+        return False
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
@@ -397,6 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         fake._record(RecordedRequest(method, path, body, dict(self.headers.items())))
+        if fake._intercept(self, path, body):
+            return  # a subclass answered, e.g. with an injected fault (tests/fault_server.py)
 
         failure = fake._take_failure(path)
         if failure is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragexp.cli import _one_line, normalize_argv
+from ragexp.errors import ConfigError
 from tests.cli_run import run_ragexp
 
 
@@ -121,3 +122,14 @@ def test_cfg_prints_the_composed_config_and_folds_errors(tmp_path: Path) -> None
         "ragexp: error: Could not override 'retriever.topk'; "
         "To append to your config use +retriever.topk=3"
     ]
+
+
+def test_a_search_sweepers_interval_is_let_through_to_its_jobs() -> None:
+    """Optuna's ``interval(a,b)`` has no values to enumerate: the check skips it instead of
+    failing with Hydra's traceback; every other override is still checked."""
+    from ragexp.cli import check_command, register_resolvers
+
+    register_resolvers()
+    check_command(["ragexp", "-m", "judge.temperature=interval(0.1,0.9)", "retriever.top_k=3,5"])
+    with pytest.raises(ConfigError, match=r"retriever\.top_k"):
+        check_command(["ragexp", "-m", "judge.temperature=interval(0.1,0.9)", "retriever.top_k=0"])

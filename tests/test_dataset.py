@@ -11,7 +11,7 @@ import pytest
 
 from ragexp.config import DatasetConfig
 from ragexp.dataset import Case, Dataset, bundled_data_dir, load_cases, load_corpus, load_dataset
-from ragexp.errors import DatasetError
+from ragexp.errors import DatasetError, RagexpWarning
 
 DEMO = bundled_data_dir() / "demo"
 
@@ -91,9 +91,9 @@ def test_duplicate_id_mentions_the_first_line(tmp_path: Path) -> None:
         {"id": "a"},
         {"id": "a", "question": ""},
         {"id": "a", "question": "   "},
-        {"id": "a", "question": 3},
+        {"id": "a", "question": None},
     ],
-    ids=["absent", "empty", "blank", "not-a-string"],
+    ids=["absent", "empty", "blank", "null"],
 )
 def test_missing_question(tmp_path: Path, fields: dict[str, Any]) -> None:
     path = write_lines(tmp_path / "cases.jsonl", json.dumps(fields))
@@ -101,9 +101,72 @@ def test_missing_question(tmp_path: Path, fields: dict[str, Any]) -> None:
     assert message.startswith(f"{path}:1: missing 'question'")
 
 
+def test_question_of_another_type_says_what_it_got(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(id="a", question=3))
+    assert dataset_error(path) == f"{path}:1: 'question' must be a string, got 3"
+
+
 def test_missing_id(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "cases.jsonl", row(question="Q?"))
     assert dataset_error(path).startswith(f"{path}:1: missing 'id'")
+
+
+def test_integer_ids_are_read_as_their_decimal_text(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id=7, question="Q7?"),
+        row(id=0, question="Q0?"),
+        row(id="x", question="Qx?"),
+    )
+    assert [c.id for c in load_cases(path)] == ["7", "0", "x"]
+
+
+def test_an_integer_id_and_its_text_are_the_same_case(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl", row(id=7, question="Q?"), row(id="7", question="Q?")
+    )
+    assert dataset_error(path).startswith(f"{path}:2: duplicate id '7' (first on line 1)")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(7.5, "7.5"), (True, "true"), (["a"], '["a"]'), ({"n": 1}, '{"n": 1}')],
+    ids=["float", "bool", "list", "object"],
+)
+def test_id_of_another_type_says_what_it_got(tmp_path: Path, value: Any, shown: str) -> None:
+    path = write_lines(
+        tmp_path / "cases.jsonl", row(id="a", question="Q?"), row(id=value, question="Q?")
+    )
+    assert dataset_error(path) == (
+        f"{path}:2: 'id' must be a string or a whole number, got {shown}"
+    )
+
+
+def test_a_long_value_is_cut_short_in_the_message(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "cases.jsonl", row(id=["x" * 500], question="Q?"))
+    message = dataset_error(path)
+    assert message.endswith("…") and len(message) < len(str(path)) + 100
+
+
+def test_cases_file_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    latin1 = '{"id": "b", "question": "Caf\u00e9?"}'.encode("latin-1")
+    path.write_bytes(row(id="a", question="Q?").encode() + b"\n" + latin1 + b"\n")
+    assert dataset_error(path) == f"{path}:2: not UTF-8 text (byte 0xe9); re-save the file as UTF-8"
+
+
+def test_cases_file_with_a_byte_order_mark_and_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf"
+        + row(id="a", question="Q?").encode()
+        + b"\r\n\r\n"
+        + row(id="b", question="R?").encode()
+    )
+    assert [c.id for c in load_cases(path)] == ["a", "b"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(row(id="a", question="Q?").encode() + b"\r\n\r\n{oops\r\n")
+    assert dataset_error(bad).startswith(f"{bad}:3: not valid JSON")
 
 
 def test_unknown_field(tmp_path: Path) -> None:
@@ -183,14 +246,72 @@ def test_folder_with_only_other_files_is_an_error(tmp_path: Path) -> None:
         load_corpus(folder)
 
 
-def test_non_utf8_document_is_an_error(tmp_path: Path) -> None:
-    folder = tmp_path / "latin"
-    folder.mkdir()
-    bad = folder / "caf\u00e9.md"
-    bad.write_bytes("Caf\u00e9 cr\u00e8me".encode("latin-1"))
-    with pytest.raises(DatasetError, match="not UTF-8") as info:
+LATIN1 = "Caf\u00e9 cr\u00e8me".encode("latin-1")
+BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+UTF16 = "hello".encode("utf-16-le")  # decodes as UTF-8 by luck (h\0e\0...): binary
+
+
+def test_undecodable_documents_are_skipped_with_one_warning_naming_them(tmp_path: Path) -> None:
+    folder = make_corpus(tmp_path / "corpus")
+    (folder / "caf\u00e9.md").write_bytes(LATIN1)
+    (folder / "guides" / "logo.txt").write_bytes(BINARY)
+    (folder / "wide.txt").write_bytes(UTF16)
+    with pytest.warns(RagexpWarning) as caught:
+        docs = load_corpus(folder)
+    assert sorted(docs) == ["a.md", "b.txt", "guides/c.md", "guides/hiking/d.txt"]
+    [warning] = caught
+    message = str(warning.message)
+    assert "\n" not in message
+    assert message == (
+        f"{folder}: skipped 3 files that cannot be read as UTF-8 text: "
+        "caf\u00e9.md (byte 0xe9 at offset 3), guides/logo.txt (binary), wide.txt (binary); "
+        "using the other 4; re-save them as UTF-8 to include them"
+    )
+
+
+def test_a_binary_file_that_happens_to_decode_is_skipped(tmp_path: Path) -> None:
+    folder = make_corpus(tmp_path / "corpus")
+    (folder / "nul.txt").write_bytes(b"plain ascii\x00\x01\x02")
+    with pytest.warns(RagexpWarning) as caught:
+        assert "nul.txt" not in load_corpus(folder)
+    assert str(caught[0].message) == (
+        f"{folder}: skipped 1 file that cannot be read as UTF-8 text: nul.txt (binary); "
+        "using the other 4; re-save it as UTF-8 to include it"
+    )
+
+
+def test_a_long_list_of_skipped_files_is_cut_short(tmp_path: Path) -> None:
+    folder = make_corpus(tmp_path / "corpus")
+    for i in range(8):
+        (folder / f"old{i}.txt").write_bytes(LATIN1)
+    with pytest.warns(RagexpWarning) as caught:
         load_corpus(folder)
-    assert str(bad) in str(info.value)
+    message = str(caught[0].message)
+    assert "skipped 8 files" in message
+    assert "old4.txt (byte 0xe9 at offset 3) and 3 more;" in message
+    assert "old5.txt" not in message
+
+
+@pytest.mark.parametrize("content", [LATIN1, BINARY], ids=["latin-1", "binary"])
+def test_no_document_left_is_an_error_naming_the_files(tmp_path: Path, content: bytes) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "only.md").write_bytes(content)
+    (folder / "blank.md").write_text("\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_corpus(folder)
+    message = str(info.value)
+    assert "\n" not in message and info.value.exit_code == 2
+    reason = "byte 0xe9 at offset 3" if content == LATIN1 else "binary"
+    assert message.startswith(f"{folder}: no document left: only.md ({reason}) cannot be")
+    assert "cannot be read as UTF-8 text; re-save as UTF-8" in message
+
+
+def test_document_newlines_are_normalised_as_before(tmp_path: Path) -> None:
+    folder = tmp_path / "crlf"
+    folder.mkdir()
+    (folder / "win.md").write_bytes(b"one\r\ntwo\rthree\n")
+    assert load_corpus(folder) == {"win.md": "one\ntwo\nthree\n"}
 
 
 # -- load_dataset -------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def test_unreachable_ollama_is_a_problem_with_its_fix(tmp_path: Path) -> None:
     checks = {c["name"]: c for c in report["checks"]}
     for role in ("generator", "judge"):
         assert checks[role]["ok"] is False
-        assert f"cannot reach {url}" in checks[role]["detail"]
+        assert f"could not connect to {url}" in checks[role]["detail"]
         assert "ollama serve" in checks[role]["detail"]
     assert "llama.cpp" not in checks  # no embedded model in this config, nothing to probe
     assert checks["python"]["ok"] and checks["mlflow"]["ok"]
@@ -91,6 +91,7 @@ def test_bad_override_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
     assert "BAD config" in result.stdout and "did you mean 'top_k'?" in result.stdout
 
 
+@pytest.mark.slow  # the default config: doctor loads and probes the embedded model
 def test_existing_mlflow_store_shows_experiment_and_runs(tmp_path: Path) -> None:
     import mlflow
 

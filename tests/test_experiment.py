@@ -154,7 +154,7 @@ def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert "Traceback" not in result.stderr
-    assert lines[-1].startswith("ragexp: error: cannot reach " + url)
+    assert lines[-1].startswith("ragexp: error: could not connect to " + url)
     assert "ollama serve" in lines[-1]
 
 

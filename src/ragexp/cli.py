@@ -10,6 +10,7 @@ validated first, so a mistake is one line and exit code 2 before any job starts.
 from __future__ import annotations
 
 import itertools
+import secrets
 import sys
 import warnings
 from collections.abc import Sequence
@@ -38,13 +39,23 @@ def config_dir() -> Path:
 
 
 def register_resolvers() -> None:
-    """``${ragexp_data:demo/corpus}`` -> absolute path of a dataset bundled in the package."""
+    """``${ragexp_data:demo/corpus}`` -> absolute path of a dataset bundled in the package.
+
+    ``${ragexp_run_id:}`` -> a short random id, the same for the whole process, that tells apart
+    run dirs started in the same second (``outputs/<date>/<H-M-S>-<id>``). It is fixed when the
+    resolver is registered and cached like Hydra's ``now``, so every resolution of the run dir
+    agrees, and a sweep's joblib workers (which get the launching process's resolvers and
+    config cache) resolve the same sweep dir.
+    """
     from ragexp.dataset import bundled_data_dir
 
     if not OmegaConf.has_resolver("ragexp_data"):
         OmegaConf.register_new_resolver(
             "ragexp_data", lambda rel: str(bundled_data_dir() / str(rel))
         )
+    if not OmegaConf.has_resolver("ragexp_run_id"):
+        run_id = secrets.token_hex(3)
+        OmegaConf.register_new_resolver("ragexp_run_id", lambda: run_id, use_cache=True)
 
 
 def normalize_argv(argv: Sequence[str]) -> list[str]:
@@ -86,15 +97,20 @@ def _job_overrides(
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except OverrideParseException as exc:
-        raise ConfigError(_one_line(str(exc))) from None
+        raise ConfigError(_without_keys(_one_line(str(exc)), overrides)) from None
     choices: list[list[str]] = []
     for override in parsed:
         if override.is_sweep_override() and not multirun:
             raise ConfigError(
-                f"{override.input_line}: a sweep needs multirun; add -m to the command"
+                _without_keys(
+                    f"{override.input_line}: a sweep needs multirun; add -m to the command",
+                    overrides,
+                )
             )
         # An unknown plain key is let through here, so that validation names it in one line.
         prefix = "++" if let_unknown_keys and _is_plain_key(override) else ""
+        if override.is_interval_sweep():
+            continue  # a search sweeper's interval(a,b) has no values to list: checked per job
         if override.is_sweep_override():
             key = override.get_key_element()
             choices.append([f"{prefix}{key}={v}" for v in override.sweep_string_iterator()])
@@ -102,6 +118,16 @@ def _job_overrides(
             choices.append([prefix + (override.input_line or "")])
     # Past MAX_CHECKED_JOBS, jobs are still validated, each as it starts.
     return [list(c) for c in itertools.islice(itertools.product(*choices), MAX_CHECKED_JOBS)]
+
+
+def _without_keys(message: str, overrides: list[str]) -> str:
+    """Hydra's parse errors quote the override; the value of an `api_key_env` may be the key
+    itself (validation refuses it later, without showing it), so it is cut out here."""
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.endswith("api_key_env") and len(value) >= 8:
+            message = message.replace(value, "…")
+    return message
 
 
 def _is_plain_key(override: Override) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ragexp.errors import ConfigError
 
@@ -54,6 +56,32 @@ def _check_known(value: str, kind: str, info: ValidationInfo, extra: tuple[str, 
     return value
 
 
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_GIVEN = "api_key_env_value"
+"""Error type of a bad `api_key_env`; its value is never shown, since it may be the key."""
+KEY_PREFIXES = ("sk-", "xai-", "pplx-", "nvapi-", "AIza", "eyJ")
+"""How API keys that are no variable name start: OpenAI, Anthropic, DeepSeek, OpenRouter (sk-),
+xAI, Perplexity, NVIDIA, Google, JWTs. Keys shaped like a name (hf_, ghp_, gsk_...) are caught by
+their long random tail."""
+_RANDOM_RUN_RE = re.compile(r"[A-Za-z0-9]{28,}")
+
+
+def looks_like_key(value: str) -> bool:
+    """True for a value shaped like an API key rather than a variable name: a known key prefix
+    in a value that is no variable name, or a run of 28+ letters and digits mixing both (or, for
+    32+, mixing cases): Mistral, Cohere, Together and Azure keys have no prefix but are 32+ long.
+    """
+    if not ENV_NAME_RE.fullmatch(value) and (value.startswith(KEY_PREFIXES) or len(value) >= 20):
+        return True
+    for run in _RANDOM_RUN_RE.findall(value):
+        digits = any(c.isdigit() for c in run)
+        letters = any(c.isalpha() for c in run)
+        mixed_case = any(c.islower() for c in run) and any(c.isupper() for c in run)
+        if (digits and letters) or (len(run) >= 32 and mixed_case):
+            return True
+    return False
+
+
 class LLMConfig(StrictModel):
     """One LLM endpoint: the generator, the judge, or the dense retriever's embedder."""
 
@@ -69,6 +97,11 @@ class LLMConfig(StrictModel):
     """Context window; Ollama silently truncates longer prompts unless it is set."""
     max_tokens: int = Field(256, ge=1)
     timeout_s: float = Field(120.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    """Requests per call when the server fails transiently (a timeout, a dropped connection,
+    HTTP 429/500/502/503/504, a body that is not JSON, an error mid-stream); 1 never retries."""
+    retry_backoff_s: float = Field(0.5, ge=0)
+    """Wait before the first retry, doubling for each next one (with jitter, at most 30 s)."""
     concurrency: int = Field(2, ge=1, le=64)
     """Calls in flight at once against this endpoint."""
     api_key_env: str | None = None
@@ -80,6 +113,25 @@ class LLMConfig(StrictModel):
     @classmethod
     def _backend_known(cls, value: str, info: ValidationInfo) -> str:
         return _check_known(value, "backends", info, extra=("auto",))
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _a_variable_name(cls, value: Any) -> Any:
+        """The name of a variable, never the key: a key given here would be printed and written
+        to `.hydra/`. The error never shows the value (see `_one_line`)."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, str) and ENV_NAME_RE.fullmatch(value) and not looks_like_key(value):
+            return value
+        if looks_like_key(str(value)):
+            raise PydanticCustomError(
+                KEY_GIVEN, "this looks like a key itself, not the name of a variable that holds it"
+            )
+        raise PydanticCustomError(
+            KEY_GIVEN,
+            "not the name of an environment variable (letters, digits and _, not starting with "
+            "a digit)",
+        )
 
     def resolved_base_url(self) -> str:
         """The URL to call: `base_url`, else Ollama's `OLLAMA_HOST` convention."""
@@ -258,6 +310,18 @@ class CompareConfig(StrictModel):
     `retriever.top_k=5`, or `judge.model=x,retriever.top_k=5`); default: the best job."""
 
 
+class RunOptions(StrictModel):
+    """When a run counts as failed."""
+
+    max_error_rate: float = Field(0.05, ge=0.0, le=1.0)
+    """Above this share of failed cases (a retrieval, generation or metric error), the run exits
+    1 after writing every output, and its MLflow run ends FAILED. A run where every case failed
+    always fails."""
+    max_consecutive_failures: int = Field(5, ge=1)
+    """This many cases in a row that cannot reach their server stop the run (the server is
+    gone); finished cases are kept."""
+
+
 class RunConfig(StrictModel):
     """The whole validated configuration of one run (one Hydra job)."""
 
@@ -273,6 +337,7 @@ class RunConfig(StrictModel):
     cache: CacheConfig = CacheConfig()
     gate: GateConfig = GateConfig()
     compare: CompareConfig = CompareConfig()
+    run: RunOptions = RunOptions()
 
     def primary_metric(self) -> str:
         return primary_metric(self.metrics, self.compare.metric)
@@ -341,6 +406,11 @@ def _one_line(exc: ValidationError, raw: Mapping[str, Any]) -> str:
     if err["type"] == "missing":
         return f"{path}: required key is missing{more}"
     msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == KEY_GIVEN:  # the value may be the key itself: never show it
+        return (
+            f"{path}: {msg}; export the key (export OPENAI_API_KEY=…) and pass the name: "
+            f"{path}=OPENAI_API_KEY{more}"
+        )
     if msg.startswith(f"{path}.") or not path:  # a check of the whole model names its own key
         return f"{msg}{more}"
     value = err.get("input")

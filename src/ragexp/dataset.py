@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ragexp.config import DatasetConfig
-from ragexp.errors import DatasetError
+from ragexp.errors import DatasetError, RagexpWarning
 
 DOC_SUFFIXES = (".md", ".txt")
+NAMED_SKIPPED = 5
+"""How many skipped files a warning names before it says "and N more"."""
 
 
 @dataclass(frozen=True)
@@ -62,41 +65,87 @@ def load_dataset(config: DatasetConfig) -> Dataset:
 
 
 def load_corpus(folder: Path) -> dict[str, str]:
+    """Every non-blank ``.md`` / ``.txt`` file under ``folder``, keyed by its relative path.
+
+    A file that is not UTF-8 text (another encoding, or binary) is skipped with one warning that
+    names the skipped files; only a folder with no usable document left is an error.
+    """
     documents: dict[str, str] = {}
+    skipped: list[str] = []
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.suffix.lower() in DOC_SUFFIXES:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})") from None
-            if text.strip():
-                documents[path.relative_to(folder).as_posix()] = text
+            doc_id = path.relative_to(folder).as_posix()
+            text, problem = _read_text(path)
+            if problem is not None:
+                skipped.append(f"{doc_id} ({problem})")
+            elif text.strip():
+                documents[doc_id] = text
     if not documents:
+        if skipped:
+            raise DatasetError(
+                f"{folder}: no document left: {_files(skipped)} cannot be read as UTF-8 text; "
+                "re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)"
+            )
         raise DatasetError(
             f"{folder}: no .md or .txt documents found; point dataset.corpus at your documents"
         )
+    if skipped:
+        n = len(skipped)
+        files, them = ("file", "it") if n == 1 else ("files", "them")
+        warnings.warn(
+            f"{folder}: skipped {n} {files} that cannot be read as UTF-8 text: {_files(skipped)}; "
+            f"using the other {len(documents)}; re-save {them} as UTF-8 to include {them}",
+            RagexpWarning,
+            stacklevel=2,
+        )
     return documents
+
+
+def _read_text(path: Path) -> tuple[str, str | None]:
+    """The file's text with newlines made ``\\n`` (as ``read_text`` does), or why it cannot be a
+    document: ``binary``, the first byte that is not UTF-8, or the OS error."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return "", exc.strerror or type(exc).__name__
+    if b"\0" in data:  # UTF-16, images, archives: decodable perhaps, but not text to index
+        return "", "binary"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "", f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+def _files(names: list[str]) -> str:
+    shown = ", ".join(names[:NAMED_SKIPPED])
+    more = len(names) - NAMED_SKIPPED
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def load_cases(path: Path) -> list[Case]:
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
-            case = _case_from_row(row, where)
-            if case.id in seen:
-                raise DatasetError(
-                    f"{where}: duplicate id '{case.id}' (first on line {seen[case.id]})"
-                )
-            seen[case.id] = lineno
-            cases.append(case)
+    for lineno, raw_line in enumerate(path.read_bytes().splitlines(), start=1):
+        where = f"{path}:{lineno}"
+        try:
+            line = raw_line.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"{where}: not UTF-8 text (byte 0x{raw_line[exc.start]:02x}); "
+                "re-save the file as UTF-8"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
+        case = _case_from_row(row, where)
+        if case.id in seen:
+            raise DatasetError(f"{where}: duplicate id '{case.id}' (first on line {seen[case.id]})")
+        seen[case.id] = lineno
+        cases.append(case)
     if not cases:
         raise DatasetError(f"{path}: no cases; write one JSON object per line")
     return cases
@@ -111,9 +160,15 @@ def _case_from_row(row: Any, where: str) -> Case:
             f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
             "allowed: id, question, reference, relevant_docs"
         )
-    for key in ("id", "question"):
-        if not isinstance(row.get(key), str) or not row[key].strip():
+    case_id = row.get("id")
+    if isinstance(case_id, int) and not isinstance(case_id, bool):
+        case_id = str(case_id)  # `"id": 7` is the case "7"
+    for key, value in (("id", case_id), ("question", row.get("question"))):
+        if value is None or (isinstance(value, str) and not value.strip()):
             raise DatasetError(f"{where}: missing '{key}' (a non-empty string)")
+        if not isinstance(value, str):
+            kind = "a string or a whole number" if key == "id" else "a string"
+            raise DatasetError(f"{where}: '{key}' must be {kind}, got {_shown(value)}")
     reference = row.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise DatasetError(f"{where}: 'reference' must be a string")
@@ -123,8 +178,14 @@ def _case_from_row(row: Any, where: str) -> Case:
     ):
         raise DatasetError(f"{where}: 'relevant_docs' must be a list of document ids")
     return Case(
-        id=row["id"],
+        id=str(case_id),
         question=row["question"],
         reference=reference,
         relevant_docs=tuple(relevant) if relevant is not None else None,
     )
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A JSON value as the file spells it, cut short."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

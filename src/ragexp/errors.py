@@ -6,8 +6,11 @@ Hierarchy::
     ├── ConfigError              a config key or value is wrong (exit code 2)
     ├── DatasetError             a corpus or golden-set file is wrong (``file:line: what``)
     ├── PluginError              a plugin failed to load or registered a clashing name
+    ├── GateFailed               a metric is under its gate (every output was written)
+    ├── RunFailed                too many cases failed, or all of them (every output was written)
     ├── BackendError             an LLM backend call failed
     │   ├── BackendUnavailable   server unreachable, or a dependency is not installed
+    │   ├── ServerGone           case after case could not reach the server: the run stops
     │   ├── ModelNotFound        the server does not have the model (``ollama pull <model>``)
     │   └── NativeCodeError      the embedded model's native code died or cannot run on this CPU
     │                            (exit code 3; the run stops, finished cases are kept)
@@ -38,6 +41,11 @@ class GateFailed(RagexpError):
     """A metric is below its `gate.<metric>` threshold (every output was written)."""
 
 
+class RunFailed(RagexpError):
+    """More cases failed than ``run.max_error_rate`` allows, or every case did; every output
+    was written and the MLflow run ends FAILED."""
+
+
 class DatasetError(RagexpError):
     """A corpus folder or golden-set file cannot be used."""
 
@@ -61,6 +69,13 @@ class BackendError(RagexpError):
 
 class BackendUnavailable(BackendError):
     """The backend cannot be reached, or its optional dependency is missing."""
+
+
+class ServerGone(BackendUnavailable):
+    """``run.max_consecutive_failures`` cases in a row could not reach their server: it is gone,
+    so the run stops (finished cases are kept) instead of failing every remaining case."""
+
+    stops_run = True
 
 
 class ModelNotFound(BackendError):

@@ -8,6 +8,7 @@ import hashlib
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,14 +19,21 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.dataset import load_dataset
-from ragexp.errors import ConfigError, GateFailed, RagexpError, first_line
+from ragexp.errors import (
+    ConfigError,
+    GateFailed,
+    RagexpError,
+    RagexpWarning,
+    RunFailed,
+    first_line,
+)
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, JobRecord, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
 from ragexp.plugins import Registry, registry
 from ragexp.report import is_self_judge, render_report
 from ragexp.results import CaseResult
-from ragexp.stats import Summary, gate_failures, summarize
+from ragexp.stats import Summary, gate_failures, run_failure, summarize
 
 if TYPE_CHECKING:
     from ragexp.tracking import Tracker
@@ -61,9 +69,17 @@ def run_job(
     this job's swept keys and values; ``tags``: more MLflow tags (e.g. the parent run).
     ``job.json`` in ``run_dir`` says how the job ended."""
     job = JobRecord(run_name=run_name, swept=dict(swept or {}))
+    if JobRecord.read(run_dir) is not None:  # a pinned hydra.run.dir that another run used
+        raise ConfigError(
+            f"{run_dir} already holds a run (its job.json); give this run a folder of its own "
+            "(leave hydra.run.dir unset, or choose a new one)"
+        )
     job.write(run_dir)
     try:
-        summary = _run(cfg, run_dir, job, {**job.swept, **(tags or {})}, registry_override)
+        with _collected_warnings() as seen:
+            summary = _run(
+                cfg, run_dir, job, {**job.swept, **(tags or {})}, registry_override, seen
+            )
     except BaseException as exc:
         job.status = (
             "interrupted"
@@ -87,6 +103,7 @@ def _run(
     job: JobRecord,
     extra_tags: Mapping[str, str],
     registry_override: Registry | None,
+    seen_warnings: list[str],
 ) -> Summary:
     run_name = job.run_name
     resolved = resolve(cfg)
@@ -139,6 +156,8 @@ def _run(
     interrupted = stop.is_set()
     job.self_judge = is_self_judge(config, outcome.backends)
     summary = summarize(outcome.cases, config.metrics, n_planned=len(dataset.cases))
+    summary.warnings = list(dict.fromkeys(seen_warnings))
+    failed = None if interrupted else run_failure(summary, config.run.max_error_rate)
     report = render_report(
         config,
         summary,
@@ -146,6 +165,7 @@ def _run(
         backends=outcome.backends,
         wall_s=outcome.wall_s,
         llm_calls=outcome.llm_calls,
+        failed=failed,
     )
     resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(resolved))
     paths = write_outputs(run_dir, outcome.cases, summary, report, resolved_yaml)
@@ -159,7 +179,7 @@ def _run(
             ),
         )
         print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
-    failures = [] if interrupted else gate_failures(summary, config.gate)
+    failures = [] if interrupted or failed else gate_failures(summary, config.gate)
     if tracker is not None:
         from ragexp.tracking import RunRecord, outcome_tags
 
@@ -174,17 +194,23 @@ def _run(
         run_id = tracker.finish(
             record,
             [case.id for case in dataset.cases],
-            "KILLED" if interrupted else "FINISHED",
+            "KILLED" if interrupted else "FAILED" if failed else "FINISHED",
             tags={**outcome_tags(config, record), **_gate_tag(config, failures)},
         )
         job.mlflow_run_id = run_id
         print(
             f"ragexp: logged MLflow run {run_id} to {config.tracking.tracking_uri}"
-            + (" (status KILLED: interrupted)" if interrupted else ""),
+            + (" (status KILLED: interrupted)" if interrupted else "")
+            + (" (status FAILED)" if failed else ""),
             file=sys.stderr,
         )
     if interrupted:
         raise Interrupted(received[0] if received else signal.SIGINT)
+    if failed:
+        raise RunFailed(
+            f"the run failed: {failed}. Every output is in {run_dir}; fix the cause and run the "
+            "same command again (finished calls come from the cache)"
+        )
     if failures:
         raise GateFailed(f"gate: {'; '.join(failures)}")
     return summary
@@ -226,8 +252,29 @@ def _end_tracker(tracker: Tracker | None, finished: list[CaseResult], status: Ru
 
 def _kept(case_log: CaseLog) -> str:
     n = case_log.count
+    if n == 0:
+        return "(the run stopped before any case finished)"
     kept = "1 finished case is" if n == 1 else f"{n} finished cases are"
     return f"(the run stopped; its {kept} kept in {case_log.path})"
+
+
+@contextmanager
+def _collected_warnings() -> Iterator[list[str]]:
+    """ragexp's warnings during the run, shown as they happen and kept for summary.json and
+    report.md (a stderr line scrolls away)."""
+    seen: list[str] = []
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RagexpWarning):
+            seen.append(str(message))
+        previous(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield seen
+    finally:
+        warnings.showwarning = previous
 
 
 class Interrupted(KeyboardInterrupt):
@@ -268,16 +315,19 @@ def _graceful_interrupt(stop: threading.Event) -> Iterator[list[int]]:
 
 def _summary_line(summary: Summary, outcome: RunOutcome, run_dir: Path) -> str:
     means = ", ".join(
-        f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a"
+        (f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a")
+        + (f" (n={m.n} of {summary.n_cases})" if m.n < summary.n_cases else "")
         for name, m in summary.metrics.items()
     )
     return (
-        f"ragexp: done in {outcome.wall_s:.1f} s ({calls_phrase(outcome)}): {means}; "
+        f"ragexp: done in {outcome.wall_s:.1f} s ({calls_phrase(outcome, summary)}): {means}; "
         f"report: {run_dir / 'report.md'}"
     )
 
 
-def calls_phrase(outcome: RunOutcome) -> str:
-    """``72 LLM calls`` or ``10 LLM calls, 62 from cache``."""
+def calls_phrase(outcome: RunOutcome, summary: Summary | None = None) -> str:
+    """``72 LLM calls``, ``10 LLM calls, 62 from cache`` or ``72 LLM calls (+9 retries)``."""
     cached = f", {outcome.llm_cached} from cache" if outcome.llm_cached else ""
-    return f"{outcome.llm_calls} LLM calls{cached}"
+    retries = sum(c.retries for c in summary.calls.values()) if summary else 0
+    again = f" (+{retries} {'retry' if retries == 1 else 'retries'})" if retries else ""
+    return f"{outcome.llm_calls} LLM calls{again}{cached}"

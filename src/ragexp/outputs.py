@@ -14,6 +14,7 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ragexp.errors import ConfigError
 from ragexp.results import CaseResult
 from ragexp.stats import Summary
 
@@ -59,12 +60,23 @@ def case_line(case: CaseResult) -> str:
 
 
 class CaseLog:
-    """Appends each finished case to ``cases.jsonl`` and flushes it at once."""
+    """Appends each finished case to ``cases.jsonl`` and flushes it at once.
+
+    The file is created exclusively: a run dir holds one run. If ``cases.jsonl`` already exists
+    (another run writes, or wrote, into the same dir: ``hydra.run.dir`` pinned to a used dir),
+    `ConfigError` says so instead of truncating the other run's cases.
+    """
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_FILE
         self.count = 0
-        self._fh: IO[str] = self.path.open("w", encoding="utf-8")
+        try:
+            self._fh: IO[str] = self.path.open("x", encoding="utf-8")
+        except FileExistsError:
+            raise ConfigError(
+                f"{self.path} already exists: another run writes or wrote into {run_dir}; give "
+                "this run a dir of its own (hydra.run.dir=...) or remove the old one"
+            ) from None
 
     def __call__(self, case: CaseResult) -> None:
         self._fh.write(case_line(case))

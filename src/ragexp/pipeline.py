@@ -13,7 +13,7 @@ from typing import TextIO
 from ragexp.chunking import chunk_text
 from ragexp.config import RunConfig
 from ragexp.dataset import Case, Dataset
-from ragexp.errors import RagexpError
+from ragexp.errors import BackendUnavailable, RagexpError, ServerGone
 from ragexp.llm.base import Endpoint, Message
 from ragexp.llm.cache import CallCache
 from ragexp.llm.pool import EndpointPool
@@ -52,6 +52,8 @@ class _Run:
     on_case: Callable[[CaseResult, int], None]
     total: int
     done: int = field(default=0)
+    unreachable: int = field(default=0)
+    """Cases in a row (as they end) that could not reach their server."""
 
 
 async def run_experiment(
@@ -131,6 +133,21 @@ async def run_experiment(
             cache.close()
 
 
+def _count_unreachable(run: _Run, exc: RagexpError) -> None:
+    """Stop the run once `run.max_consecutive_failures` cases in a row found no server: every
+    later case would fail the same way."""
+    if not isinstance(exc, BackendUnavailable):
+        return  # the server answered (an error, a bad model) or was slow: not gone
+    run.unreachable += 1
+    limit = run.config.run.max_consecutive_failures
+    if run.unreachable >= limit:
+        raise ServerGone(
+            f"{limit} cases in a row could not reach their server, the last with: {exc}; "
+            "start the server again and re-run the same command (finished calls come from the "
+            "cache), or raise run.max_consecutive_failures"
+        )
+
+
 def render_prompt(
     config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]
 ) -> list[Message]:
@@ -162,7 +179,10 @@ async def _run_case(run: _Run, case: Case) -> CaseResult:
         if exc.stops_run:
             raise
         result.error = str(exc)
+        result.error_kind = type(exc).__name__
+        _count_unreachable(run, exc)
     else:
+        run.unreachable = 0
         sample = Sample(
             case_id=case.id,
             question=case.question,
@@ -261,6 +281,7 @@ async def _call(
         start_ns=start_ns,
         timings=dict(completion.timings),
         cached=completion.cached,
+        attempts=completion.attempts,
     )
 
 

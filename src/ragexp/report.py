@@ -93,7 +93,9 @@ def render_report(
     backends: dict[str, str],
     wall_s: float,
     llm_calls: int,
+    failed: str | None = None,
 ) -> str:
+    """The run's report; ``failed`` (why the run counts as failed) leads it when given."""
     lines = [
         f"# ragexp report: {config.dataset.name}",
         "",
@@ -105,9 +107,16 @@ def render_report(
         f"chunks of {config.retriever.chunk_size} words |",
         f"| prompt | {config.prompt.name} |",
         f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
-        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_cached(summary)} |",
+        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_retried(summary)}"
+        f"{_cached(summary)} |",
         "",
     ]
+    if failed:
+        lines += [
+            f"> **Failed:** {failed}. The scores below cover only the cases that were scored; "
+            "fix the cause and run the same command again: finished calls come from the cache.",
+            "",
+        ]
     if summary.status == "interrupted":
         lines += [
             f"> **Interrupted:** the run stopped after {summary.n_cases} of {summary.n_planned} "
@@ -117,6 +126,8 @@ def render_report(
         ]
     for note in warnings_for(config, backends):
         lines += [f"> {note}", ""]
+    for warning in summary.warnings:
+        lines += [f"> **Warning:** {warning}", ""]
     lines += [
         "## Scores",
         "",
@@ -131,6 +142,15 @@ def render_report(
         lines.append(
             f"| {name} | {mean} | {ci} | {n} | {labels} | {m.parse_failures} | {m.errors} |"
         )
+    counts = {name: m.n for name, m in summary.metrics.items()}
+    if len(set(counts.values())) > 1 or any(n < summary.n_cases for n in counts.values()):
+        covered = ", ".join(f"{name} {n}" for name, n in counts.items())
+        lines += [
+            "",
+            f"Each mean covers the cases its metric scored ({covered} of {summary.n_cases}): "
+            "the others failed, or the metric could not score them (n/a, e.g. no reference). "
+            "Compare means over the same cases with `ragexp compare`.",
+        ]
     faith = summary.metrics.get("faithfulness")
     if faith and faith.mean is not None:
         lines += ["", faithfulness_line(faith.mean, faith.ci_low, faith.ci_high, faith.n)]
@@ -170,6 +190,15 @@ def _case_section(case: CaseResult) -> list[str]:
 
 def _interrupted(summary: Summary) -> str:
     return f", interrupted: {summary.n_planned} planned" if summary.status == "interrupted" else ""
+
+
+def _retried(summary: Summary) -> str:
+    """`` (+9 retries: 12 requests for …)`` when a transient fault made a call try again."""
+    retries = sum(c.retries for c in summary.calls.values())
+    if not retries:
+        return ""
+    made = sum(c.made for c in summary.calls.values())
+    return f" (+{retries} retries after transient faults: {made + retries} requests)"
 
 
 def _cached(summary: Summary) -> str:

@@ -42,6 +42,9 @@ class LLMCall(_Model):
     ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``)."""
     cached: bool = False
     """Served from ragexp's call cache (``latency_s`` is then the original call's)."""
+    attempts: int = 1
+    """Requests the call took: 1, plus one per transient server fault retried (a timeout, a
+    dropped connection, a 5xx...); 1 for a call served from the cache."""
 
 
 class Judgement(_Model):
@@ -86,6 +89,8 @@ class CaseResult(_Model):
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     error: str | None = None
     """Why retrieval or generation failed for this case (its metrics are then absent)."""
+    error_kind: str | None = None
+    """The kind of ``error``: the error's class, e.g. `BackendUnavailable`, `ModelNotFound`."""
     generation: LLMCall | None = None
     """The generator call: tokens, latency, model identity."""
     retrieve_ns: tuple[int, int] | None = Field(default=None, exclude=True)

@@ -66,6 +66,9 @@ class CallCount(BaseModel):
     """Calls sent to the LLM backend."""
     cached: int = 0
     """Calls served from ragexp's call cache."""
+    retries: int = 0
+    """Requests beyond the first of each call made (transient server faults retried): the
+    server saw ``made + retries`` requests for these calls."""
 
 
 class Summary(BaseModel):
@@ -81,6 +84,23 @@ class Summary(BaseModel):
     """`interrupted`: the run stopped early (Ctrl-C, SIGTERM); these are its finished cases."""
     n_planned: int | None = None
     """Cases the run set out to do (the dataset's size)."""
+    n_failed: int = 0
+    """Cases with an error: retrieval or generation failed, or a metric raised."""
+    failures: dict[str, int] = {}
+    """Failed cases by kind: the error's class, or `metric <name>` for a metric that raised."""
+    failure_examples: dict[str, str] = {}
+    """The first error message of each kind."""
+    warnings: list[str] = []
+    """ragexp's warnings during the run (e.g. prompts longer than the context window, skipped
+    corpus files)."""
+
+    def failure_phrase(self) -> str:
+        """``74 of 100 cases failed: 70 BackendUnavailable (cannot reach …), 4 metric x (…)``."""
+        kinds = "; ".join(
+            f"{n} {kind} ({self.failure_examples.get(kind, '')[:160]})"
+            for kind, n in self.failures.items()
+        )
+        return f"{self.n_failed} of {self.n_cases} cases failed: {kinds}"
 
 
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -134,9 +154,21 @@ def summarize(
                 count.cached += 1
             else:
                 count.made += 1
+                count.retries += call.attempts - 1
+    failures: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for case in cases:
+        kinds = [(case.error_kind or "error", case.error)] if case.error else []
+        kinds += [(f"metric {n}", r.error) for n, r in case.metrics.items() if r.error]
+        for kind, message in kinds[:1]:  # a case counts once, under its first failure
+            failures[kind] += 1
+            examples.setdefault(kind, message or "")
     return Summary(
         n_cases=len(cases),
         n_errors=sum(1 for c in cases if c.error),
+        n_failed=sum(failures.values()),
+        failures=dict(failures.most_common()),
+        failure_examples=examples,
         metrics=metrics,
         calls=dict(sorted(calls.items())),
         status="interrupted" if n_planned is not None and len(cases) < n_planned else "finished",
@@ -185,6 +217,21 @@ def noise_floor(
 
     z = float(norm.ppf(1 - (1 - confidence) / 2))
     return z * math.sqrt((variance_a + variance_b) / n) if n else float("nan")
+
+
+def run_failure(summary: Summary, max_error_rate: float) -> str | None:
+    """Why the run counts as failed (too many failed cases, or all of them), else None."""
+    if not summary.n_cases or not summary.n_failed:
+        return None
+    rate = summary.n_failed / summary.n_cases
+    if summary.n_failed == summary.n_cases:
+        return f"every case failed: {summary.failure_phrase()}"
+    if rate > max_error_rate:
+        return (
+            f"{summary.failure_phrase()}; that is {rate:.0%}, above run.max_error_rate "
+            f"{max_error_rate:.0%}"
+        )
+    return None
 
 
 def gate_failures(summary: Summary, gate: GateConfig) -> list[str]:

@@ -138,9 +138,9 @@ def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(tmp_path: Pa
         assert server.requests_to("/api/chat") == []
         assert "(0 LLM calls, 12 from cache)" in again["stderr"]
         assert again["summary"]["calls"] == {
-            "generate": {"made": 0, "cached": 4},
-            "judge:answer_relevance": {"made": 0, "cached": 4},
-            "judge:faithfulness": {"made": 0, "cached": 4},
+            "generate": {"made": 0, "cached": 4, "retries": 0},
+            "judge:answer_relevance": {"made": 0, "cached": 4, "retries": 0},
+            "judge:faithfulness": {"made": 0, "cached": 4, "retries": 0},
         }
         assert again["summary"]["metrics"] == first["summary"]["metrics"]
 
@@ -148,7 +148,11 @@ def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(tmp_path: Pa
         chats = server.requests_to("/api/chat")
         assert {r.body["model"] for r in chats} == {"qwen2.5:7b"}  # no generation repeated
         assert len(chats) == 4 * 2
-        assert other_judge["summary"]["calls"]["generate"] == {"made": 0, "cached": 4}
+        assert other_judge["summary"]["calls"]["generate"] == {
+            "made": 0,
+            "cached": 4,
+            "retries": 0,
+        }
         server.clear_requests()
 
         _run(tmp_path, server, "cache.mode=off")

@@ -6,6 +6,8 @@ import asyncio
 import platform
 from pathlib import Path
 
+import pytest
+
 from ragexp.config import LLMConfig
 from ragexp.llm.embedded import EmbeddedBackend
 from ragexp.llm.native import (
@@ -99,6 +101,7 @@ def test_cpu_flags_read_from_cpuinfo(tmp_path: Path) -> None:
     assert cpu_flags(tmp_path / "missing") is None
 
 
+@pytest.mark.slow  # system_info() starts the real worker, which loads the model
 def test_installed_llama_cpp_uses_only_the_portable_baseline() -> None:
     """The real llama.cpp, as the README's set-up built it: nothing beyond the baseline, no AMX,
     and nothing this CPU lacks, whatever CPU built it."""

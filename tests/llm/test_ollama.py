@@ -11,7 +11,6 @@ import httpx
 import pytest
 from tests.backend_run import run
 
-import ragexp.llm.http
 from ragexp.config import DEFAULT_OLLAMA_URL, LLMConfig, ollama_host_url
 from ragexp.errors import (
     BackendError,
@@ -33,6 +32,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 def make(handler: Handler, **config: Any) -> OllamaBackend:
     config.setdefault("model", "qwen2.5:7b")
     config.setdefault("base_url", URL)
+    config.setdefault("retry_backoff_s", 0)
     return OllamaBackend(LLMConfig(**config), transport=httpx.MockTransport(handler))
 
 
@@ -61,11 +61,6 @@ def chat_reply(content: str = "The park opens at 6 am.", **extra: Any) -> dict[s
 
 
 USER = [{"role": "user", "content": "When does the park open?"}]
-
-
-@pytest.fixture(autouse=True)
-def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ragexp.llm.http, "BACKOFF_S", 0)
 
 
 # -- preflight ------------------------------------------------------------------------------
@@ -287,10 +282,11 @@ def test_retries_give_up_with_the_status() -> None:
         run(make(handler), lambda b: b.chat(USER))
     assert info.value.status == 503
     assert "server busy" in str(info.value)
-    assert len(calls) == ragexp.llm.http.RETRIES + 1
+    assert len(calls) == LLMConfig(model="m").max_attempts
+    assert "gave up after 4 attempts" in str(info.value)
 
 
-def test_server_error_is_not_retried() -> None:
+def test_server_error_is_retried_then_reported() -> None:
     calls: list[int] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -298,11 +294,11 @@ def test_server_error_is_not_retried() -> None:
         return httpx.Response(500, json={"error": "llama runner process has terminated"})
 
     with pytest.raises(BackendError) as info:
-        run(make(handler), lambda b: b.chat(USER))
+        run(make(handler, max_attempts=2), lambda b: b.chat(USER))
     assert not isinstance(info.value, ModelNotFound)
     assert info.value.status == 500
     assert "llama runner process has terminated" in str(info.value)
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 def test_error_in_200_body_is_backend_error() -> None:
@@ -320,7 +316,7 @@ def test_non_json_answer_is_backend_error() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, text="<html>proxy</html>")
 
-    with pytest.raises(BackendError, match="without a JSON body"):
+    with pytest.raises(BackendError, match="not valid JSON"):
         run(make(handler), lambda b: b.chat(USER))
 
 

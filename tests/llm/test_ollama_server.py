@@ -13,7 +13,6 @@ import pytest
 from tests.backend_run import run
 from tests.ollama_server import EMBED_DIM, FakeOllama, default_responder, hashed_embedding
 
-import ragexp.llm.http
 from ragexp.config import LLMConfig
 from ragexp.default_plugins.answer_relevance import PROMPT as RELEVANCE_PROMPT
 from ragexp.default_plugins.faithfulness import PROMPT as FAITHFULNESS_PROMPT
@@ -34,12 +33,8 @@ def server() -> Iterator[FakeOllama]:
     assert not fake.running
 
 
-@pytest.fixture(autouse=True)
-def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ragexp.llm.http, "BACKOFF_S", 0)
-
-
 def backend_for(server: FakeOllama, model: str = "qwen2.5:7b", **config: Any) -> OllamaBackend:
+    config.setdefault("retry_backoff_s", 0)
     return OllamaBackend(LLMConfig(model=model, base_url=server.url, timeout_s=10, **config))
 
 
@@ -173,18 +168,19 @@ def test_busy_server_is_retried(server: FakeOllama) -> None:
 
 
 def test_busy_server_retries_run_out(server: FakeOllama) -> None:
-    server.fail_next(503, {"error": "server busy"}, count=ragexp.llm.http.RETRIES + 1)
+    attempts = LLMConfig(model="m").max_attempts
+    server.fail_next(503, {"error": "server busy"}, count=attempts)
     with pytest.raises(BackendError) as info:
         run(backend_for(server), lambda b: b.chat(user("hi")))
     assert info.value.status == 503
     assert "server busy" in str(info.value)
-    assert len(server.requests) == ragexp.llm.http.RETRIES + 1
+    assert len(server.requests) == attempts
 
 
 def test_error_in_200_body(server: FakeOllama) -> None:
     server.fail_in_body("model runner has unexpectedly stopped")
     with pytest.raises(BackendError) as info:
-        run(backend_for(server), lambda b: b.chat(user("hi")))
+        run(backend_for(server, max_attempts=1), lambda b: b.chat(user("hi")))
     assert not isinstance(info.value, ModelNotFound)
     assert info.value.status == 200
     assert "model runner has unexpectedly stopped" in str(info.value)
@@ -200,7 +196,8 @@ def test_prompt_beyond_num_ctx_warns(server: FakeOllama) -> None:
 def test_stopped_server_is_unavailable() -> None:
     with FakeOllama() as server:
         url = server.url
-    backend = OllamaBackend(LLMConfig(model="llama3.2:3b", base_url=url, timeout_s=5))
+    config = LLMConfig(model="llama3.2:3b", base_url=url, timeout_s=5, retry_backoff_s=0)
+    backend = OllamaBackend(config)
     with pytest.raises(BackendUnavailable, match="ollama serve"):
         run(backend, lambda b: b.preflight())
 

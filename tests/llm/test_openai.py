@@ -11,7 +11,6 @@ import httpx
 import pytest
 from tests.backend_run import run
 
-import ragexp.llm.http
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ConfigError, ModelNotFound
 from ragexp.llm.openai import OpenAIBackend
@@ -28,6 +27,7 @@ def make(handler: Handler, **config: Any) -> OpenAIBackend:
     config.setdefault("backend", "openai")
     config.setdefault("model", "Qwen/Qwen2.5-7B-Instruct")
     config.setdefault("base_url", URL)
+    config.setdefault("retry_backoff_s", 0)
     return OpenAIBackend(LLMConfig(**config), transport=httpx.MockTransport(handler))
 
 
@@ -56,11 +56,6 @@ def assert_no_secret(exc: BaseException) -> None:
     assert SECRET not in repr(exc)
     assert SECRET not in text
     assert SECRET not in getattr(exc, "detail", "")
-
-
-@pytest.fixture(autouse=True)
-def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ragexp.llm.http, "BACKOFF_S", 0)
 
 
 @pytest.fixture

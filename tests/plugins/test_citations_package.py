@@ -169,7 +169,8 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
     result = case["metrics"]["citation_accuracy"]
     assert (result["score"], result["label"], result["error"]) == (0.0, "no_citations", None)
 
-    assert bogus.returncode == 0, bogus.stderr
+    assert bogus.returncode == 1, bogus.stderr  # the metric failed on every case: a failed run
+    assert "ragexp: error: the run failed: every case failed" in bogus.stderr
     [case] = map(json.loads, (tmp_path / "outputs/bogus/cases.jsonl").read_text().splitlines())
     error = case["metrics"]["citation_accuracy"]["error"]
     assert error.startswith("ValueError: citation_accuracy: unknown option(s) 'strict'")

@@ -112,7 +112,6 @@ def test_compare_on_two_runs_of_the_sweep(two_by_two: tuple[Any, Path]) -> None:
     assert "| faithfulness |" in result.stdout and "verdict" in result.stdout
 
 
-@pytest.mark.slow
 def test_the_joblib_launcher_runs_the_same_sweep_in_parallel_with_the_same_results(
     two_by_two: tuple[Any, Path], tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from tests.cli_run import interrupt_after_cases, mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
 
@@ -51,13 +52,13 @@ def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(
+    assert last == (
         "ragexp: error: tracking: experiment 'ragexp' at sqlite:///mlflow.db is deleted; "
-        "restore it in the MLflow UI or choose another tracking.experiment (the run stopped; its "
+        "restore it in the MLflow UI or choose another tracking.experiment (the run stopped "
+        "before any case finished)"
     )
-    kept = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
-    assert len(kept) < 24  # stopped once the store said no, not after every case
-    assert f"its {len(kept)} finished cases are kept in" in last or len(kept) == 1
+    assert (tmp_path / "outputs/run/cases.jsonl").read_text() == ""  # the store is checked first
+    assert server.requests_to("/api/chat") == []
 
 
 def test_a_dead_logging_process_is_a_warning_not_a_hung_run(tmp_path: Path) -> None:
@@ -100,3 +101,38 @@ def _child_running(parent: int, *words: str) -> int:
         if ppid == parent and all(word in cmdline for word in words):
             return int(entry.name)
     raise AssertionError(f"no child of {parent} running {words}")
+
+
+BAD_STORES = {
+    "http://127.0.0.1:9": "cannot reach the MLflow server at http://127.0.0.1:9 (connection",
+    "sqlite:////proc/x.db": "cannot use sqlite:////proc/x.db: cannot create files in /proc",
+    "sqlite:///afile/x.db": "cannot use sqlite:///afile/x.db: afile is a file, not a folder",
+    "mlruns": "cannot use mlruns: mlruns is a file, not a folder",
+    "sqlite:///mlflow.db": "cannot store artifacts in ",  # a file named mlruns blocks them
+}
+"""A store that cannot work, and the reason its one-line error gives. Before the checks these
+ran every case first; then, for the HTTP server, waited 248 s for MLflow's retries."""
+
+
+@pytest.mark.parametrize("uri", list(BAD_STORES))
+def test_a_bad_tracking_store_stops_the_run_in_seconds_before_any_llm_call(
+    tmp_path: Path, uri: str
+) -> None:
+    (tmp_path / "afile").write_text("not a folder\n")
+    (tmp_path / "mlruns").write_text("not a folder\n")
+    with FakeOllama(models=["llama3.2:3b"]) as server:
+        start = time.monotonic()
+        result = run_ragexp(
+            "llm=ollama", "dataset.limit=3", f"tracking.tracking_uri={uri}",
+            cwd=tmp_path, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        wall_s = time.monotonic() - start
+        llm_calls = [r for r in server.requests if r.path not in ("/api/tags", "/api/show")]
+    print(f"{uri}: exit {result.returncode} in {wall_s:.1f} s")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("ragexp: error: tracking: "), errors
+    assert BAD_STORES[uri] in errors[0]
+    assert llm_calls == []
+    assert wall_s < 30  # about 5 s here, while a job starts in about 3 s

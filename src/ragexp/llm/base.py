@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ragexp.config import LLMConfig
+from ragexp.llm.retry import slot
 
 if TYPE_CHECKING:
     from ragexp.llm.cache import CallCache
@@ -32,6 +33,8 @@ class Completion:
     ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``."""
     cached: bool = False
     """Served from ragexp's call cache; ``latency_s`` is then the original call's."""
+    attempts: int = 1
+    """Requests the call took: 1, plus one per transient fault retried (1 for a cache hit)."""
 
 
 class Backend(Protocol):
@@ -121,7 +124,7 @@ class Endpoint:
             if hit is not None:
                 self.cached += 1
                 return hit
-        async with self.semaphore:
+        async with slot(self.semaphore):  # given back while a retry waits (llm/retry.py)
             self.calls += 1
             completion = await self.backend.chat(messages)
         if self.cache is not None and key is not None:
@@ -154,7 +157,7 @@ class Endpoint:
             self.cached += 1
             return [v for v in found if v is not None]
         start = time.perf_counter()
-        async with self.semaphore:
+        async with slot(self.semaphore):
             self.calls += 1
             fresh = await self.backend.embed([texts[i] for i in missing])
         share = (time.perf_counter() - start) / len(missing)

@@ -14,6 +14,7 @@ from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, ModelNotFound, RagexpWarning
 from ragexp.llm.base import Completion, Message
 from ragexp.llm.http import JSONClient
+from ragexp.llm.retry import RetryPolicy
 
 MODEL_NOT_FOUND_RE = re.compile(r"model ['\"].*['\"] not found")
 """Ollama's own 404 for a missing model (a bare "404 page not found" is a wrong URL instead)."""
@@ -33,6 +34,9 @@ class OllamaBackend:
             timeout_s=config.timeout_s,
             transport=transport,
             start_hint="start it with `ollama serve`, or set OLLAMA_HOST / base_url",
+            policy=RetryPolicy(config.max_attempts, config.retry_backoff_s),
+            speaks="Ollama",
+            url_hint="set generator.base_url / judge.base_url or OLLAMA_HOST",
         )
         self.model_id = ""
         self._warned_truncation = False
@@ -70,7 +74,7 @@ class OllamaBackend:
         if self.config.keep_alive is not None:
             body["keep_alive"] = self.config.keep_alive
         start = time.perf_counter()
-        data = await self._call("/api/chat", body)
+        data, attempts = await self._call("/api/chat", body)
         latency = time.perf_counter() - start
         prompt_tokens = data.get("prompt_eval_count")
         self._check_truncation(messages, prompt_tokens)
@@ -80,10 +84,11 @@ class OllamaBackend:
             completion_tokens=data.get("eval_count"),
             latency_s=latency,
             model_id=self.model_id or self.config.model,
+            attempts=attempts,
         )
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        data = await self._call("/api/embed", {"model": self.config.model, "input": list(texts)})
+        data, _ = await self._call("/api/embed", {"model": self.config.model, "input": list(texts)})
         embeddings = data.get("embeddings")
         if not isinstance(embeddings, list) or len(embeddings) != len(texts):
             raise BackendError(
@@ -91,17 +96,24 @@ class OllamaBackend:
             )
         return [[float(x) for x in row] for row in embeddings]
 
-    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """The answer to one POST (a streamed answer merged into one), and the attempts made."""
         try:
-            data: dict[str, Any] = await self.http.request("POST", path, body)
+            answer = await self.http.call("POST", path, body)
         except BackendError as exc:
             if exc.status == 404 and MODEL_NOT_FOUND_RE.search(exc.detail):
                 raise ModelNotFound(
                     f"model '{self.config.model}' is not on the Ollama server at {self.url}; "
-                    f"run `ollama pull {self.config.model}`"
+                    f"run `ollama pull {self.config.model}`",
+                    status=exc.status,
                 ) from None
             raise
-        return data
+        data = answer.data
+        if isinstance(data, list):  # a streamed answer, checked complete by the HTTP layer
+            data = _merge_stream(data)
+        if not isinstance(data, dict):
+            raise BackendError(f"{self.url}{path} answered with JSON that is not an object")
+        return data, answer.attempts
 
     def _check_truncation(self, messages: Sequence[Message], prompt_tokens: int | None) -> None:
         estimate = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
@@ -119,6 +131,16 @@ class OllamaBackend:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def _merge_stream(chunks: list[Any]) -> dict[str, Any]:
+    """One answer from an NDJSON stream: the last chunk's counts, every chunk's content."""
+    merged = dict(chunks[-1])
+    content = "".join(
+        str((c.get("message") or {}).get("content", "")) for c in chunks if isinstance(c, dict)
+    )
+    merged["message"] = {**(merged.get("message") or {}), "content": content}
+    return merged
 
 
 def _latest(entry: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, ConfigError, ModelNotFound
 from ragexp.llm.base import Completion, Message
 from ragexp.llm.http import JSONClient
+from ragexp.llm.retry import RetryPolicy
 
 
 class OpenAIBackend:
@@ -44,6 +45,9 @@ class OpenAIBackend:
             headers=headers,
             transport=transport,
             start_hint="start the OpenAI-compatible server or fix base_url",
+            policy=RetryPolicy(config.max_attempts, config.retry_backoff_s),
+            speaks="an OpenAI-compatible server",
+            url_hint="fix base_url (it ends in /v1)",
         )
         self.model_id = config.model
 
@@ -78,7 +82,8 @@ class OpenAIBackend:
         if self.config.seed is not None:
             body["seed"] = self.config.seed
         start = time.perf_counter()
-        data = await self.http.request("POST", "/chat/completions", body)
+        answer = await self.http.call("POST", "/chat/completions", body)
+        data = answer.data
         latency = time.perf_counter() - start
         try:
             text = data["choices"][0]["message"]["content"] or ""
@@ -91,6 +96,7 @@ class OpenAIBackend:
             completion_tokens=usage.get("completion_tokens"),
             latency_s=latency,
             model_id=str(data.get("model") or self.model_id),
+            attempts=answer.attempts,
         )
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

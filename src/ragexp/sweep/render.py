@@ -230,7 +230,10 @@ def _notes(summary: SweepSummary) -> list[str]:
         )
     unfinished = [r for r in summary.rows if r.rank is None]
     if unfinished:
-        notes.append(f"{len(unfinished)} job(s) did not finish; see their errors above.")
+        notes.append(
+            f"{len(unfinished)} job(s) did not finish: {', '.join(r.job.label for r in unfinished)}"
+            " (errors in summary.md and each job's job.json)."
+        )
     return notes
 
 

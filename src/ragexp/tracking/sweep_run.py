@@ -4,7 +4,6 @@ with one column per job, and the summary as the run's description."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,32 +18,23 @@ NOTE_TAG = "mlflow.note.content"
 
 
 def open_parent(uri: str, experiment: str, name: str, params: Mapping[str, str]) -> str:
-    """Create the parent run (it also creates the store's tables before any job races to);
+    """Create the parent run (it also creates a new store's tables before any job races to);
     returns its id. Raises `ConfigError` when the store cannot be used."""
-    import mlflow
+    from ragexp.tracking.store import FIX, open_store
+
+    client, experiment_id = open_store(uri, experiment)  # checks the store before MLflow loads
     from mlflow.entities import Param
     from mlflow.tracking.context.registry import resolve_tags
 
-    from ragexp.tracking.writer import open_experiment
-
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
-    logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
-        client = mlflow.MlflowClient(tracking_uri=uri)
-        experiment_id = open_experiment(client, experiment, uri)
         run = client.create_run(
             experiment_id,
             run_name=name,
             tags=resolve_tags({"ragexp.sweep": "true", "ragexp.status": "running"}),
         )
         client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
-    except ConfigError:
-        raise
     except Exception as exc:
-        raise ConfigError(
-            f"tracking: cannot log to {uri}: {first_line(exc)}; fix tracking.tracking_uri or run "
-            "with tracking.enabled=false"
-        ) from None
+        raise ConfigError(f"tracking: cannot log to {uri}: {first_line(exc)}; {FIX}") from None
     return str(run.info.run_id)
 
 

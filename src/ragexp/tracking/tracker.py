@@ -1,8 +1,9 @@
 """The MLflow run of one job, written by a process of its own while the cases run.
 
 `Tracker.start` returns at once. Its process (`ragexp.tracking.writer.serve`) imports MLflow
-(about 2 s) and opens the experiment while the job starts; `Tracker.begin` creates the run once
-the backends answered (a job that fails before that leaves no run behind); each finished case,
+(about 2 s) and opens the experiment while the job starts; `Tracker.begin` waits until the store
+is open (so a store that cannot be used stops the run before its first LLM call), then creates
+the run (a job that fails before its backends answered leaves no run behind); each finished case,
 queued with `Tracker.add`, is written as a trace. A process rather than a thread: MLflow's
 SQL layer is CPU-bound Python, and in a thread it slowed the cases by half through the GIL.
 
@@ -14,6 +15,7 @@ called at once (the run then starts no more cases) and `Tracker.finish` raises t
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import sys
 import threading
@@ -28,6 +30,9 @@ from ragexp.tracking.run import RunRecord
 from ragexp.tracking.writer import Begin, Finish, RunStatus, serve
 
 STDLIB_METHODS = ("fork", "spawn", "forkserver")
+CONNECT_WAIT_S = 180.0
+"""The longest `Tracker.begin` waits for the store to open (the store's own checks and MLflow's
+first requests fail well within it); past it the cases start and a late error still stops them."""
 
 
 class Tracker:
@@ -56,6 +61,7 @@ class Tracker:
         )
         self._on_failure = on_failure
         self._finished = threading.Event()
+        self._connected = threading.Event()
         self._begun = False
         self.error: ConfigError | None = None
         """Why the tracking store could not be used (the run stops)."""
@@ -66,12 +72,19 @@ class Tracker:
     def start(cls, *args: Any, **kwargs: Any) -> Tracker:
         tracker = cls(*args, **kwargs)
         tracker._process.start()
+        atexit.register(tracker._at_exit)
         tracker._child_end.close()  # the child holds it now: its exit reads as EOF here
         threading.Thread(target=tracker._listen, name="ragexp-mlflow-replies", daemon=True).start()
         return tracker
 
     def begin(self, tags: Mapping[str, str]) -> None:
-        """The run really starts (its backends answered): create the MLflow run."""
+        """The run really starts (its backends answered): create the MLflow run. Waits until
+        the store is open; if it cannot be used, ``on_failure`` has been called on return."""
+        deadline = time.monotonic() + CONNECT_WAIT_S
+        while not (self._connected.is_set() or self._finished.is_set()):
+            if time.monotonic() > deadline:
+                break
+            self._connected.wait(0.05)
         self._begun = True
         self._inbox.put(Begin(self._resolved, dict(tags), self._start_ms))
 
@@ -103,11 +116,27 @@ class Tracker:
             print(self._warning, file=sys.stderr)
         return self.run_id
 
+    def _at_exit(self) -> None:
+        """The job's process ends without `finish` (an error between `start` and the run's
+        end): end the run FAILED, or stop a process that has nothing to log, instead of
+        leaving it waiting for a parent that waits for it."""
+        if not self._process.is_alive():
+            return
+        if self._begun and not self._finished.is_set():
+            self._inbox.put(Finish(None, (), "FAILED", {}))
+            self._finished.wait(60)
+            self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
     def _listen(self) -> None:
         try:
             while True:
                 kind, *rest = self._replies.recv()
-                if kind == "opened":
+                if kind == "connected":
+                    self._connected.set()
+                elif kind == "opened":
                     self.run_id = rest[0]
                 elif kind == "error":
                     self.error = ConfigError(rest[0])

@@ -1,16 +1,16 @@
 """The side of tracking that talks to MLflow; it runs in the tracker's own process.
 
-`serve` opens the store and the experiment as soon as the job starts, creates the run (params,
-tags) once the job's backends answered, writes each case it receives as a trace, in batches, and
-at `Finish` logs the metrics, the per-case table and the artifacts and ends the run with its
-status. If the parent goes away without a `Finish` (killed), the run ends KILLED with the traces
-received so far.
+`serve` opens the store and the experiment as soon as the job starts (`ragexp.tracking.store`:
+a store that cannot be used fails within seconds; a new sqlite store is created under a lock),
+creates the run (params, tags) once the job's backends answered, writes each case it receives as
+a trace, in batches, and at `Finish` logs the metrics, the per-case table and the artifacts and
+ends the run with its status. If the parent goes away without a `Finish` (killed), the run ends
+KILLED with the traces received so far.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -32,6 +32,7 @@ from ragexp.tracking.run import (
     flatten,
     metric_values,
 )
+from ragexp.tracking.store import open_store
 from ragexp.tracking.traces import case_trace, log_traces
 
 RunStatus = Literal["FINISHED", "KILLED", "FAILED"]
@@ -73,13 +74,10 @@ class MlflowWriter:
 
     def connect(self) -> None:
         """Open the store and the experiment; raises `ConfigError` if they cannot be used."""
-        import mlflow
+        uri = self.config.tracking.tracking_uri
+        self.client, self.experiment_id = open_store(uri, self.config.tracking.experiment)
         from mlflow.tracing.client import TracingClient
 
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
-        uri = self.config.tracking.tracking_uri
-        self.client = mlflow.MlflowClient(tracking_uri=uri)
-        self.experiment_id = open_experiment(self.client, self.config.tracking.experiment, uri)
         self.tracing = TracingClient(uri)
         _remember_experiment(self.tracing.store, self.experiment_id)
 
@@ -144,7 +142,8 @@ class MlflowWriter:
 def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> None:
     """The tracker process. It opens the store at once, then reads ``inbox``: a `Begin`, the
     cases, one `Finish` (a `Finish` first: the run never started, nothing is created). It
-    answers on ``outbox``: ``("opened", run_id)`` or ``("error", line)``, then
+    answers on ``outbox``: ``("connected",)`` once the store and experiment are open, then
+    ``("opened", run_id)``, or ``("error", line)`` at any point before; then
     ``("finished", run_id, warning)``."""
     # Ctrl-C reaches the whole process group: the parent decides how the run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -152,6 +151,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
     writer = MlflowWriter(config, run_name)
     try:
         writer.connect()
+        _tell(outbox, "connected")
         first = _wait(inbox)
         if isinstance(first, Begin):
             writer.create_run(first)
@@ -235,25 +235,3 @@ def _remember_experiment(store: Any, experiment_id: str) -> None:
         return experiment if str(wanted) == experiment_id else read(wanted)
 
     store.get_experiment = get_experiment
-
-
-def open_experiment(client: Any, name: str, uri: str) -> str:
-    from mlflow.exceptions import MlflowException
-
-    try:
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            try:
-                return str(client.create_experiment(name))
-            except MlflowException:  # another process created it first
-                experiment = client.get_experiment_by_name(name)
-        if experiment is None or experiment.lifecycle_stage == "deleted":
-            raise ConfigError(
-                f"tracking: experiment '{name}' at {uri} is deleted; restore it in the MLflow UI "
-                "or choose another tracking.experiment"
-            )
-        return str(experiment.experiment_id)
-    except MlflowException as exc:
-        raise ConfigError(
-            f"tracking: cannot use experiment '{name}' at {uri}: {first_line(exc)}"
-        ) from None
