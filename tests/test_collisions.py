@@ -52,13 +52,13 @@ def _finish(procs: Sequence[subprocess.Popen[str]]) -> list[str]:
     return [err for _, err in outs]
 
 
-def _mlflow_client(cwd: Path) -> Any:
+def mlflow_client(cwd: Path) -> Any:
     import mlflow
 
     return mlflow.MlflowClient(tracking_uri=f"sqlite:///{cwd / 'mlflow.db'}")
 
 
-def _check_run_matches_its_dir(client: Any, run_dir: Path, tmp: Path) -> Any:
+def check_run_matches_its_dir(client: Any, run_dir: Path, tmp: Path) -> Any:
     """The MLflow run that ``job.json`` names carries this dir's files, byte for byte, and
     params that match the config the dir's run used."""
     import yaml
@@ -122,8 +122,8 @@ def test_two_runs_started_in_the_same_second_keep_their_dirs_runs_and_artifacts(
             _finish(procs)
         run_dirs = sorted(p.parent for p in cwd.glob(f"outputs/*/*/{CASES_FILE}"))
         assert len(run_dirs) == 2, run_dirs
-        client = _mlflow_client(cwd)
-        runs = [_check_run_matches_its_dir(client, d, tmp_path / "logged") for d in run_dirs]
+        client = mlflow_client(cwd)
+        runs = [check_run_matches_its_dir(client, d, tmp_path / "logged") for d in run_dirs]
         assert sorted(r.data.params["generator.model"] for r in runs) == sorted(GENERATORS)
         assert len(client.search_runs([runs[0].info.experiment_id])) == 2
         for run_dir, run in zip(run_dirs, runs, strict=True):
@@ -139,27 +139,3 @@ def test_two_runs_started_in_the_same_second_keep_their_dirs_runs_and_artifacts(
         if len(seconds) == 1:  # the case the run id is for: same date and second
             return
     pytest.skip("the two runs never started in the same second (3 attempts); dirs were distinct")
-
-
-def test_a_joblib_sweep_on_a_new_store_logs_every_job_with_its_own_artifacts(
-    tmp_path: Path,
-) -> None:
-    with FakeOllama(models=[*GENERATORS, JUDGE], responder=_responder) as server:
-        proc = _start(
-            "generator=ollama", "judge=ollama", "dataset.limit=3",
-            f"generator.model={GENERATORS[0]}", "hydra/launcher=joblib",
-            "hydra.launcher.n_jobs=4", "-m", "retriever.top_k=1,2,3,4",
-            cwd=tmp_path, server=server,
-        )  # fmt: skip
-        [stderr] = _finish([proc])
-    assert "Traceback" not in stderr
-    [sweep_dir] = list(tmp_path.glob("outputs/multirun/*/*"))
-    job_dirs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
-    assert [p.name for p in job_dirs] == ["0", "1", "2", "3"]
-    client = _mlflow_client(tmp_path)
-    runs = [_check_run_matches_its_dir(client, d, tmp_path / "logged") for d in job_dirs]
-    assert sorted(r.data.params["retriever.top_k"] for r in runs) == ["1", "2", "3", "4"]
-    parents = {r.data.tags["mlflow.parentRunId"] for r in runs}
-    assert len(parents) == 1
-    every = client.search_runs([runs[0].info.experiment_id])
-    assert len(every) == 5  # the parent and one child per job, nothing else

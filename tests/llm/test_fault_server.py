@@ -58,14 +58,16 @@ def test_every_fault_is_survived(fault: str) -> None:
 
 
 def test_timed_out_requests_hold_no_slot() -> None:
-    """A request past timeout_s is closed by the client: the server sees the hang-up at once, and
-    never has more requests in flight than the client's limit."""
+    """A request past timeout_s is closed by the client: the server sees the hang-up, and the
+    abandoned request stops counting. The server notices a moment after the client has given its
+    slot to the next request, so on a busy machine it may count one abandoned request beside the
+    limit; requests left running (the bug) reached 11 here with a limit of 2."""
     with FaultyOllama([MODEL], faults=["slow"], rate=0.3, seed=3, slow_s=5, delay_s=0.05) as server:
         done = chats(server, 16, slots=2, timeout_s=0.3, retry_backoff_s=0.02, max_attempts=10)
     assert len(done) == 16
     assert server.injected["slow"] > 0
     assert server.hung_up == server.injected["slow"]  # every slow answer was abandoned
-    assert server.max_in_flight == 2  # the limit, reached and never exceeded
+    assert 2 <= server.max_in_flight <= 3  # the limit, plus at most one being noticed
 
 
 @pytest.mark.parametrize("how", DROPS)

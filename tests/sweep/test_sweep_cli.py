@@ -14,6 +14,7 @@ from benchmarks.dataset import generate
 from tests.cli_run import mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
 from tests.sweep import planted
+from tests.test_collisions import check_run_matches_its_dir, mlflow_client
 
 MODELS = ["judge-a", "judge-b", *planted.RATES]
 
@@ -134,13 +135,17 @@ def test_the_joblib_launcher_runs_the_same_sweep_in_parallel_with_the_same_resul
     assert len(children) == 4
     first, second = sorted(children, key=lambda r: r.info.start_time)[:2]
     assert second.info.start_time < first.info.end_time  # two jobs ran at the same time
+    # on a new store, each job's run carries its own files (tests/test_collisions.py)
+    client = mlflow_client(tmp_path)
+    for job_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir()):
+        check_run_matches_its_dir(client, job_dir, tmp_path / "logged")
 
 
 def test_a_planted_truth_is_read_right_and_the_judge_noise_is_measured(tmp_path: Path) -> None:
     """Generators judged faithful at 0.9, 0.6 and 0.6 by a judge that re-draws 20% of its
-    labels, each answer judged three times."""
+    labels, each answer judged three times (60 cases)."""
     result, sweep_dir = _sweep(
-        tmp_path, 80, "judge.model=judge-a", "judge.temperature=0.8", "judge.repeats=3",
+        tmp_path, 60, "judge.model=judge-a", "judge.temperature=0.8", "judge.repeats=3",
         "-m", "generator.model=gen-p90,gen-p60a,gen-p60b", redraw=0.2,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -150,7 +155,7 @@ def test_a_planted_truth_is_read_right_and_the_judge_noise_is_measured(tmp_path:
     assert [j["verdict"] for j in ranked] == ["best", "worse than best", "worse than best"]
     for job in ranked:
         noise = job["metrics"]["faithfulness"]["noise"]
-        assert noise["repeats"] == 3 and noise["n"] == 80 and 0 < noise["flip_rate"] < 0.6
+        assert noise["repeats"] == 3 and noise["n"] == 60 and 0 < noise["flip_rate"] < 0.6
     markdown = (sweep_dir / "summary.md").read_text()
     assert "## Judge noise" in markdown and "Rule of thumb (original harness)" in markdown
     by_model = {j["swept"]["generator.model"]: j for j in summary["jobs"]}
