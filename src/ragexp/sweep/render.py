@@ -7,7 +7,7 @@ from typing import Any
 
 from ragexp.comparison import ALPHA, CONFIDENCE
 from ragexp.sweep.link import short_keys
-from ragexp.sweep.summary import Row, SweepSummary
+from ragexp.sweep.summary import Row, SweepSummary, judge_of
 
 PLOT_FILE = "summary.png"
 
@@ -203,9 +203,7 @@ def _notes(summary: SweepSummary) -> list[str]:
         return ["No job finished with scores to compare."]
     groups: dict[str, list[Row]] = {}
     for row in ranked:
-        groups.setdefault(
-            row.job.swept.get("judge.model", "") if summary.by_judge else "", []
-        ).append(row)
+        groups.setdefault(judge_of(row.job, summary.swept), []).append(row)
     for judge, rows in groups.items():
         ref = next((r for r in rows if r.test is None), rows[0])
         worse = [r for r in rows if r.verdict.startswith(("worse", "better"))]

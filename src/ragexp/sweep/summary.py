@@ -82,18 +82,18 @@ def summarize_sweep(
 ) -> SweepSummary:
     """Rank, test and compare the jobs of one sweep (see the module docstring)."""
     scored = [j for j in jobs if j.scored and j.mean(primary) is not None]
-    groups = list(dict.fromkeys(_judge_of(j, swept) for j in scored))
+    groups = list(dict.fromkeys(judge_of(j, swept) for j in scored))
     ranked = sorted(
-        scored, key=lambda j: (groups.index(_judge_of(j, swept)), -(j.mean(primary) or 0.0))
+        scored, key=lambda j: (groups.index(judge_of(j, swept)), -(j.mean(primary) or 0.0))
     )
     ranks = {
-        id(j): 1 + sum(_judge_of(o, swept) == _judge_of(j, swept) for o in ranked[:i])
+        id(j): 1 + sum(judge_of(o, swept) == judge_of(j, swept) for o in ranked[:i])
         for i, j in enumerate(ranked)
     }
     references = _references(ranked, swept, baseline)
     tests: dict[int, tuple[JobResult, MetricComparison]] = {}
     for job in ranked:
-        reference = references.get(_judge_of(job, swept))
+        reference = references.get(judge_of(job, swept))
         if reference is not None and reference is not job:
             [tested] = compare_cases(reference.cases, job.cases, [primary])
             tests[id(job)] = (reference, tested)
@@ -146,7 +146,9 @@ def matches(job: JobResult, baseline: str) -> bool:
     return bool(pairs) and all(job.swept.get(k) == v for k, _, v in pairs)
 
 
-def _judge_of(job: JobResult, swept: Sequence[str]) -> str:
+def judge_of(job: JobResult, swept: Sequence[str]) -> str:
+    """The job's judge when the sweep varies the judge (jobs are then tested within it), else
+    ''."""
     return job.swept.get(JUDGE_KEY, "") if JUDGE_KEY in swept else ""
 
 
@@ -157,7 +159,7 @@ def _references(
     best."""
     references: dict[str, JobResult] = {}
     for job in ranked:
-        group = _judge_of(job, swept)
+        group = judge_of(job, swept)
         if baseline is not None:
             if matches(job, baseline) and group not in references:
                 references[group] = job
@@ -179,7 +181,7 @@ def _verdict(
             job.status, job.status
         )
     versus = "baseline" if baseline is not None else "best"
-    if references.get(_judge_of(job, swept)) is job:
+    if references.get(judge_of(job, swept)) is job:
         return versus
     if test is None:
         return f"no {versus} to test against"
