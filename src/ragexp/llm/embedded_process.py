@@ -8,6 +8,7 @@ signal and the fix.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ragexp.errors import BackendError, BackendUnavailable, NativeCodeError
+from ragexp.llm.embedded_worker import PARALLEL
 from ragexp.llm.native import check_build, cpu_flags, reinstall_command
 
 STREAM_LIMIT = 1 << 24
@@ -58,16 +60,21 @@ class WorkerInfo:
 
 
 class Worker:
-    """One worker process with one model loaded, answering one request at a time.
+    """One worker process with one model loaded, decoding up to ``parallel`` requests at once.
 
-    Requests wait in a queue; when the worker is free it takes the one whose prompt shares the
-    longest prefix with the prompt it just ran (ties: first come), because llama.cpp keeps the
-    last prompt's KV cache and recomputes only what differs. So the judge prompts of different
-    cases, which share their instructions, tend to run back to back, as do the generations.
+    The worker decodes several requests together (``embedded_batch.BatchEngine``); it says at
+    load how many (1 if its llama.cpp cannot batch). Requests beyond that wait in a queue; when
+    a place frees, the one whose prompt shares the longest prefix with the prompt sent last goes
+    next (ties: first come), because the worker keeps each sequence's last prompt in its KV
+    cache and recomputes only what differs. So the judge prompts of different cases, which
+    share their instructions, tend to run back to back, as do the generations.
     """
 
-    def __init__(self, path: Path, n_ctx: int, seed: int, f16_path: Path) -> None:
+    def __init__(
+        self, path: Path, n_ctx: int, seed: int, f16_path: Path, parallel: int = PARALLEL
+    ) -> None:
         self.path, self.n_ctx, self.seed, self.f16_path = path, n_ctx, seed, f16_path
+        self.parallel = parallel
         self.users = 0
         self.info: WorkerInfo | None = None
         self._proc: asyncio.subprocess.Process | None = None
@@ -75,7 +82,10 @@ class Worker:
         self._start_lock = asyncio.Lock()
         self._turn = asyncio.Condition()
         self._queue: list[tuple[str, object]] = []
-        self._busy = False
+        self._in_flight = 0
+        self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._next_id = 0
+        self._reader: asyncio.Task[None] | None = None
         self._last_prompt = ""
         self._died: NativeCodeError | None = None
 
@@ -111,15 +121,19 @@ class Worker:
         check = check_build(info.system_info, cpu_flags())
         if not check.ok:
             raise NativeCodeError(check.problem())
-        await self._ask(
+        self._send(
             {
                 "op": "load",
                 "path": str(self.path),
                 "n_ctx": self.n_ctx,
                 "seed": self.seed,
                 "f16_path": str(self.f16_path),
+                "parallel": self.parallel,
             }
         )
+        loaded = _checked(await self._read())
+        self.parallel = int(loaded.get("parallel", 1))
+        self._reader = asyncio.create_task(self._dispatch())
         return info
 
     async def request(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -129,16 +143,18 @@ class Worker:
         async with self._turn:
             self._queue.append(entry)
             try:
-                await self._turn.wait_for(lambda: not self._busy and self._next() is entry)
+                await self._turn.wait_for(
+                    lambda: self._in_flight < self.parallel and self._next() is entry
+                )
             finally:
                 self._queue.remove(entry)
-            self._busy = True
+            self._in_flight += 1
+            self._last_prompt = prompt
         try:
             return await self._ask(payload)
         finally:
             async with self._turn:
-                self._busy = False
-                self._last_prompt = prompt
+                self._in_flight -= 1
                 self._turn.notify_all()
 
     def _next(self) -> tuple[str, object]:
@@ -148,19 +164,35 @@ class Worker:
     async def _ask(self, payload: dict[str, Any]) -> dict[str, Any]:
         if self._died is not None:  # every later call fails the same way, at once
             raise self._died
+        self._next_id += 1
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._answers[self._next_id] = answer
+        self._send({**payload, "id": self._next_id})
+        return _checked(await answer)
+
+    def _send(self, payload: dict[str, Any]) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise NativeCodeError("the embedded model's worker is not running")
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the reader says how
             proc.stdin.write((json.dumps(payload) + "\n").encode())
-            await proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # it died; _read says how
-        answer = await self._read()
-        if "error" in answer:
-            hint = "; raise num_ctx or lower top_k" if "context" in str(answer["error"]) else ""
-            raise BackendError(f"embedded model: {answer['error']}{hint}")
-        return answer
+
+    async def _dispatch(self) -> None:
+        """Hand each answer line to the request with its id; if the worker dies, fail them all."""
+        try:
+            while True:
+                answer = await self._read()
+                future = self._answers.pop(int(answer.get("id") or 0), None)
+                if future is not None and not future.done():
+                    future.set_result(answer)
+        except NativeCodeError as exc:
+            error: BaseException = exc
+        except Exception as exc:  # a broken answer line: no request can be answered any more
+            error = self._died = NativeCodeError(f"the embedded model's worker: {exc!r}")
+        for future in self._answers.values():
+            if not future.done():
+                future.set_exception(error)
+        self._answers.clear()
 
     async def _read(self) -> dict[str, Any]:
         assert self._proc is not None and self._proc.stdout is not None
@@ -181,6 +213,7 @@ class Worker:
 
     async def stop(self) -> None:
         proc, self._proc = self._proc, None
+        reader, self._reader = self._reader, None
         if proc is not None and proc.returncode is None:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -189,9 +222,19 @@ class Worker:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+        if reader is not None:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+def _checked(answer: dict[str, Any]) -> dict[str, Any]:
+    if "error" in answer:
+        hint = "; raise num_ctx or lower top_k" if "context" in str(answer["error"]) else ""
+        raise BackendError(f"embedded model: {answer['error']}{hint}")
+    return answer
 
 
 def shared_prefix(a: str, b: str) -> int:
