@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 from ragexp.config import (
     DEFAULT_OLLAMA_URL,
@@ -121,9 +122,11 @@ def test_config_is_frozen() -> None:
 def test_without_known_names_are_not_checked() -> None:
     raw = with_value(valid_raw(), "generator.backend", "olama")
     raw = with_value(raw, "metrics", ["bleu"])
+    raw = with_value(raw, "metric_options", {"bleu": {"n": 4}})
     config = validate_config(raw)
     assert config.generator.backend == "olama"
     assert config.metrics == ["bleu"]
+    assert config.metric_options == {"bleu": {"n": 4}}
 
 
 # -- one-line errors naming the key path ----------------------------------------------------
@@ -299,3 +302,61 @@ def test_api_key_reads_the_named_env_var(monkeypatch: pytest.MonkeyPatch) -> Non
 )
 def test_ollama_host_like_the_official_client(host: str, expected: set[str]) -> None:
     assert ollama_host_url(host) in expected
+
+
+# -- metric options ----------------------------------------------------------------------
+
+
+class _RelevanceOptions(BaseModel):
+    scale: int = Field(5, ge=2)
+
+
+KNOWN_WITH_OPTIONS = Known(
+    backends=KNOWN.backends,
+    retrievers=KNOWN.retrievers,
+    metrics=KNOWN.metrics,
+    options={"answer_relevance": _RelevanceOptions, "faithfulness": None},
+)
+
+
+def test_metric_options_are_resolved_with_defaults() -> None:
+    config = validate_config(valid_raw(), KNOWN_WITH_OPTIONS)
+    assert config.metric_options == {"faithfulness": {}, "answer_relevance": {"scale": 5}}
+    raw = with_value(valid_raw(), "metric_options", {"answer_relevance": {"scale": 7}})
+    config = validate_config(raw, KNOWN_WITH_OPTIONS)
+    assert config.metric_options == {"answer_relevance": {"scale": 7}}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"answer_relevence": {"scale": 3}},
+            "metric_options.answer_relevence: 'answer_relevence' is not one of this run's "
+            "metrics (faithfulness, answer_relevance); did you mean "
+            "'metric_options.answer_relevance'?",
+        ),
+        (
+            {"answer_relevance": {"scale": "abc"}},
+            "metric_options.answer_relevance.scale: Input should be a valid integer, unable to "
+            "parse string as an integer (got 'abc')",
+        ),
+        (
+            {"answer_relevance": {"scael": 3}},
+            "metric_options.answer_relevance.scael: unknown option of metric 'answer_relevance'; "
+            "its options: scale (int, default 5); did you mean "
+            "'metric_options.answer_relevance.scale'?",
+        ),
+    ],
+)
+def test_bad_metric_options_are_one_line(options: dict[str, Any], message: str) -> None:
+    raw = with_value(valid_raw(), "metric_options", options)
+    with pytest.raises(ConfigError) as caught:
+        validate_config(raw, KNOWN_WITH_OPTIONS)
+    assert str(caught.value) == message
+
+
+def test_options_for_a_metric_not_in_the_run_are_refused_without_plugins_known() -> None:
+    raw = with_value(valid_raw(), "metric_options", {"citation_accuracy": {"x": 1}})
+    with pytest.raises(ConfigError, match=r"^metric_options\.citation_accuracy: 'citation_acc"):
+        validate_config(raw)

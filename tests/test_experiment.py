@@ -285,6 +285,10 @@ def test_native_crash_stops_the_run_with_one_line_and_keeps_finished_cases(
     result = run_ragexp(
         "dataset.limit=8",
         "hydra.run.dir=outputs/run",
+        # 2 cases in flight, so that some finish before the crash (with 8, as the embedded
+        # configs run, the first 8 calls are all generations and none has finished)
+        "generator.concurrency=2",
+        "judge.concurrency=2",
         cwd=tmp_path,
         env={
             "PYTHONPATH": os.pathsep.join([str(FAKE_LLAMA), *sys.path]),

@@ -16,6 +16,7 @@ from ragexp.cli import (
     normalize_argv,
     register_resolvers,
     show_warnings_as_lines,
+    take_plugins_dir,
 )
 from ragexp.config import primary_metric
 from ragexp.errors import RagexpError
@@ -63,8 +64,12 @@ def _job(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     """Entry point: normalise argv, check every job's config, then hand over to Hydra."""
+    try:
+        sys.argv = [*sys.argv[:1], *take_plugins_dir(sys.argv[1:])]
+    except RagexpError as exc:
+        fail(exc)
     if sys.argv[1:2] == ["plugins"]:
-        from ragexp.plugins import plugins_command
+        from ragexp.plugin_listing import plugins_command
 
         sys.exit(plugins_command(sys.argv[2:]))
     if sys.argv[1:2] == ["cache"]:

@@ -10,6 +10,7 @@ validated first, so a mistake is one line and exit code 2 before any job starts.
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
 import sys
 import warnings
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
-from ragexp.errors import ConfigError, RagexpError, RagexpWarning
+from ragexp.errors import ConfigError, PluginError, RagexpError, RagexpWarning
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ragexp.config import RunConfig
 
 MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
+PLUGINS_DIR_FLAG = "--plugins-dir"
 MAX_CHECKED_JOBS = 256
 OPEN_MAPPINGS = ("metric_options.", "gate.")
 
@@ -46,6 +48,8 @@ def register_resolvers() -> None:
     resolver is registered and cached like Hydra's ``now``, so every resolution of the run dir
     agrees, and a sweep's joblib workers (which get the launching process's resolvers and
     config cache) resolve the same sweep dir.
+
+    ``${ragexp_metrics_help:}`` -> the registered metrics and their options, for ``--help``.
     """
     from ragexp.dataset import bundled_data_dir
 
@@ -56,6 +60,42 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("ragexp_run_id"):
         run_id = secrets.token_hex(3)
         OmegaConf.register_new_resolver("ragexp_run_id", lambda: run_id, use_cache=True)
+    if not OmegaConf.has_resolver("ragexp_metrics_help"):
+        OmegaConf.register_new_resolver("ragexp_metrics_help", _metrics_help)
+
+
+def _metrics_help() -> str:
+    from ragexp.plugin_listing import metrics_help
+
+    return metrics_help()
+
+
+def take_plugins_dir(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--plugins-dir DIR`` (or ``--plugins-dir=DIR``), which sets
+    ``RAGEXP_PLUGINS_DIR`` to DIR's absolute path, before Hydra sees the command line (a sweep's
+    workers inherit the environment). Raises `PluginError` when DIR is missing or no directory."""
+    from ragexp.plugins import DIR_ENV
+
+    rest: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == PLUGINS_DIR_FLAG:
+            value = next(args, None)
+        elif arg.startswith(PLUGINS_DIR_FLAG + "="):
+            value = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+            continue
+        if not value:
+            raise PluginError(f"{PLUGINS_DIR_FLAG} needs a directory: {PLUGINS_DIR_FLAG} DIR")
+        folder = Path(value).expanduser().resolve()
+        if not folder.is_dir():
+            raise PluginError(
+                f"{PLUGINS_DIR_FLAG} {value}: no such directory; give a folder of one-file "
+                "plugins (*.py)"
+            )
+        os.environ[DIR_ENV] = str(folder)
+    return rest
 
 
 def normalize_argv(argv: Sequence[str]) -> list[str]:

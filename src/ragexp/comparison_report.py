@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ragexp.comparison import ALPHA, CONFIDENCE, MetricComparison, compare_cases
 from ragexp.errors import ConfigError, RagexpError, first_line
-from ragexp.outputs import CASES_FILE, CONFIG_FILE
+from ragexp.outputs import CASES_FILE, CONFIG_FILE, SUMMARY_FILE
+from ragexp.provenance import MetricSource, differences
 from ragexp.results import CaseResult
 
 SHOWN_IN_TERMINAL = 5
@@ -47,12 +48,43 @@ def compare_command(argv: Sequence[str]) -> int:
         fail(exc)
     name_a = args.a + (SELF_JUDGE if self_judged(path_a.parent) else "")
     name_b = args.b + (SELF_JUDGE if self_judged(path_b.parent) else "")
+    compared = [c.metric for c in comparisons]
+    unlike = differences(sources(path_a), sources(path_b), compared)
+    unlike += version_differences(cases_a, cases_b, compared) if not unlike else []
     if args.format == "json":
-        print(json.dumps(to_json(name_a, name_b, comparisons), indent=2))
+        data = {**to_json(name_a, name_b, comparisons), "not_scored_alike": unlike}
+        print(json.dumps(data, indent=2))
         return 0
     text = render(name_a, name_b, comparisons, markdown=args.format == "md")
-    print(text + noise_notes(cases_a, cases_b, comparisons), end="")
+    warning = "".join(f"\nWarning: {line}; the difference may come from that.\n" for line in unlike)
+    print(text + noise_notes(cases_a, cases_b, comparisons) + warning, end="")
     return 0
+
+
+def sources(cases_path: Path) -> dict[str, MetricSource]:
+    """The metric sources recorded in the run's summary.json beside ``cases_path`` (none for a
+    run from before they were recorded, or a copied cases.jsonl)."""
+    try:
+        data = json.loads((cases_path.parent / SUMMARY_FILE).read_text(encoding="utf-8"))
+        return {k: MetricSource.model_validate(v) for k, v in data.get("sources", {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def version_differences(
+    a: Sequence[CaseResult], b: Sequence[CaseResult], metrics: Sequence[str]
+) -> list[str]:
+    """Metric versions that differ between the runs' cases (what cases.jsonl alone records)."""
+    lines = []
+    for name in metrics:
+        seen_a = {c.metrics[name].metric_version for c in a if name in c.metrics}
+        seen_b = {c.metrics[name].metric_version for c in b if name in c.metrics}
+        if seen_a != seen_b:
+            lines.append(
+                f"{name} was not scored the same way in A and B: metric version "
+                f"{', '.join(sorted(seen_a))} vs {', '.join(sorted(seen_b))}"
+            )
+    return lines
 
 
 def noise_notes(
@@ -147,8 +179,9 @@ def _download(ref: str, tracking_uri: str, experiment: str) -> Path:
             f"{tracking_uri}; give a run dir, or set --tracking-uri / --experiment"
         )
     target = Path(tempfile.mkdtemp(prefix="ragexp-compare-"))
-    with contextlib.suppress(MlflowException, OSError):  # only to flag a self-judge run
-        client.download_artifacts(run_id, CONFIG_FILE, str(target))
+    for extra in (CONFIG_FILE, SUMMARY_FILE):  # to flag a self-judge run, metric sources
+        with contextlib.suppress(MlflowException, OSError):
+            client.download_artifacts(run_id, extra, str(target))
     try:
         return Path(client.download_artifacts(run_id, CASES_FILE, str(target)))
     except (MlflowException, OSError) as exc:

@@ -12,8 +12,8 @@ import ipaddress
 import os
 import re
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ragexp.errors import ConfigError
+from ragexp.metrics import check_options, dump_options
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 
@@ -40,6 +41,10 @@ class Known:
     backends: frozenset[str]
     retrievers: frozenset[str]
     metrics: frozenset[str]
+    options: Mapping[str, type[BaseModel] | None] = field(default_factory=dict)
+    """metric name -> its ``Options`` model (None: it declares none, any mapping is passed)."""
+    explain_metric: Callable[[str], str] | None = field(default=None, compare=False)
+    """What to add when a metric is unknown: a plugin left out, a close name (or "")."""
 
 
 class StrictModel(BaseModel):
@@ -364,13 +369,50 @@ class RunConfig(StrictModel):
                 )
         return self
 
+    @field_validator("metric_options")
+    @classmethod
+    def _options_checked(
+        cls, value: dict[str, dict[str, Any]], info: ValidationInfo
+    ) -> dict[str, dict[str, Any]]:
+        """Options only for this run's metrics, each checked against its ``Options`` model and
+        kept resolved (defaults filled), as the run records them."""
+        metrics: list[str] | None = info.data.get("metrics")
+        if metrics is None:  # `metrics` itself was refused: that error is the one to show
+            return value
+        for name in value:
+            if name not in metrics:
+                hint = difflib.get_close_matches(name, metrics, n=1)
+                raise ValueError(
+                    f"metric_options.{name}: '{name}' is not one of this run's metrics "
+                    f"({', '.join(metrics)})"
+                    + (f"; did you mean 'metric_options.{hint[0]}'?" if hint else "")
+                )
+        known: Known | None = (info.context or {}).get("known")
+        if known is None:
+            return value
+        resolved: dict[str, dict[str, Any]] = {}
+        for name in metrics:
+            model = known.options.get(name)
+            given = value.get(name, {})
+            if model is not None or name in value:
+                try:
+                    resolved[name] = dump_options(check_options(name, model, given))
+                except ConfigError as exc:
+                    raise ValueError(str(exc)) from None
+        return resolved
+
     @field_validator("metrics")
     @classmethod
     def _metrics_known(cls, value: list[str], info: ValidationInfo) -> list[str]:
         if not value:
             raise ValueError("list at least one metric")
+        known: Known | None = (info.context or {}).get("known")
         for name in value:
-            _check_known(name, "metrics", info)
+            try:
+                _check_known(name, "metrics", info)
+            except ValueError as exc:
+                hint = known.explain_metric(name) if known and known.explain_metric else ""
+                raise ValueError(f"{exc}; {hint}" if hint else str(exc)) from None
         if len(set(value)) != len(value):
             raise ValueError("a metric is listed twice")
         return value

@@ -82,11 +82,7 @@ def system_checks() -> list[Check]:
         from ragexp.plugins import registry
 
         plugins = registry().plugins
-        listed = ", ".join(
-            f"{p.name} ({p.distribution} {p.version})"
-            for p in plugins
-            if p.distribution != "ragexp"
-        )
+        listed = ", ".join(f"{p.name} ({p.origin})" for p in plugins if p.distribution != "ragexp")
         checks.append(Check("plugins", True, listed or "none besides ragexp's own"))
     except RagexpError as exc:
         checks.append(Check("plugins", False, str(exc), fix=_fix(exc)))

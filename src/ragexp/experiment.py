@@ -31,8 +31,10 @@ from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.outputs import CaseLog, JobRecord, write_outputs
 from ragexp.pipeline import RunOutcome, run_experiment
 from ragexp.plugins import Registry, registry
-from ragexp.report import is_self_judge, render_report
+from ragexp.provenance import metric_sources, source_tags
+from ragexp.report import is_self_judge, metric_failure_line, render_report
 from ragexp.results import CaseResult
+from ragexp.scoring import metric_error_log
 from ragexp.stats import Summary, gate_failures, run_failure, summarize
 
 if TYPE_CHECKING:
@@ -109,6 +111,8 @@ def _run(
     resolved = resolve(cfg)
     reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
+    resolved["metric_options"] = config.metric_options  # recorded as used: defaults filled
+    sources = metric_sources(reg, config.metrics, config.metric_options)
     dataset = load_dataset(config.dataset)
     run_dir.mkdir(parents=True, exist_ok=True)
     print(
@@ -122,7 +126,9 @@ def _run(
 
     def on_ready() -> None:  # the backends answered: create the MLflow run
         if tracker is not None:
-            tracker.begin({**_run_tags(config, dataset.fingerprint()), **extra_tags})
+            tracker.begin(
+                {**_run_tags(config, dataset.fingerprint()), **source_tags(sources), **extra_tags}
+            )
 
     reg.notify(
         "ragexp_run_start",
@@ -157,6 +163,7 @@ def _run(
     job.self_judge = is_self_judge(config, outcome.backends)
     summary = summarize(outcome.cases, config.metrics, n_planned=len(dataset.cases))
     summary.warnings = list(dict.fromkeys(seen_warnings))
+    summary.sources = sources
     failed = None if interrupted else run_failure(summary, config.run.max_error_rate)
     report = render_report(
         config,
@@ -179,6 +186,7 @@ def _run(
             ),
         )
         print(_summary_line(summary, outcome, run_dir), file=sys.stderr)
+        _print_metric_failures(summary)
     failures = [] if interrupted or failed else gate_failures(summary, config.gate)
     if tracker is not None:
         from ragexp.tracking import RunRecord, outcome_tags
@@ -323,6 +331,15 @@ def _summary_line(summary: Summary, outcome: RunOutcome, run_dir: Path) -> str:
         f"ragexp: done in {outcome.wall_s:.1f} s ({calls_phrase(outcome, summary)}): {means}; "
         f"report: {run_dir / 'report.md'}"
     )
+
+
+def _print_metric_failures(summary: Summary) -> None:
+    """One line per metric that failed on some case: how often, and its first error."""
+    log = metric_error_log()
+    for name, m in summary.metrics.items():
+        if m.first_error:
+            where = f"; details in {log}" if log else ""
+            print(f"ragexp: metric {metric_failure_line(name, m)}{where}", file=sys.stderr)
 
 
 def calls_phrase(outcome: RunOutcome, summary: Summary | None = None) -> str:

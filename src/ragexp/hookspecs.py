@@ -1,4 +1,10 @@
-"""Every hook a ragexp plugin can implement. Project name and entry-point group: ``ragexp``."""
+"""Every hook a ragexp plugin can implement. Project name and entry-point group: ``ragexp``.
+
+Implement a hook with a plain ``def`` named after it, decorated with ``@hookimpl`` (``from ragexp
+import hookimpl``), taking some or all of the spec's arguments by name. Hooks are called
+synchronously; an ``async def`` hook, an unmarked ``ragexp_*`` function, an unknown hook name or
+argument is refused when the plugin loads (`ragexp.plugin_checks`).
+"""
 
 from __future__ import annotations
 

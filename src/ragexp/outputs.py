@@ -8,6 +8,7 @@ computed; at the end it is rewritten in dataset order.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Literal
@@ -87,6 +88,22 @@ class CaseLog:
         self._fh.close()
 
 
+def strict_json(data: object) -> str:
+    """``data`` as indented JSON, NaN and infinities as null: summary files are strict JSON,
+    which every parser reads (Python's ``json`` would write a bare ``NaN``)."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False) + "\n"
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def write_outputs(
     run_dir: Path, cases: Sequence[CaseResult], summary: Summary, report: str, config_yaml: str
 ) -> dict[str, Path]:
@@ -99,6 +116,6 @@ def write_outputs(
     }
     paths["config"].write_text(config_yaml, encoding="utf-8")
     paths["cases"].write_text("".join(case_line(c) for c in cases), encoding="utf-8")
-    paths["summary"].write_text(json.dumps(summary.model_dump(), indent=2) + "\n", encoding="utf-8")
+    paths["summary"].write_text(strict_json(summary.model_dump(mode="json")), encoding="utf-8")
     paths["report"].write_text(report, encoding="utf-8")
     return paths

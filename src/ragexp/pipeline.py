@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from ragexp.chunking import chunk_text
 from ragexp.config import RunConfig
@@ -17,10 +17,11 @@ from ragexp.errors import BackendUnavailable, RagexpError, ServerGone
 from ragexp.llm.base import Endpoint, Message
 from ragexp.llm.cache import CallCache
 from ragexp.llm.pool import EndpointPool
-from ragexp.metrics import Judge, Metric, Sample, format_context
+from ragexp.metrics import Judge, Metric, Sample, format_context, resolve_options
 from ragexp.plugins import Registry
 from ragexp.results import CaseResult, Judgement, LLMCall, MetricResult, RetrievedChunk
 from ragexp.retrieval.base import Retriever
+from ragexp.scoring import score_sample
 
 
 @dataclass(repr=False)  # asyncio logs the result of run's task: never format every case
@@ -48,6 +49,8 @@ class _Run:
     judges: list[Endpoint]
     """One endpoint per judgement (``judge.repeats``); empty when no metric needs a judge."""
     metrics: list[tuple[Metric, str]]
+    options: dict[str, Any]
+    """metric name -> what its ``score`` receives (see `ragexp.metrics.resolve_options`)."""
     progress: TextIO
     on_case: Callable[[CaseResult, int], None]
     total: int
@@ -77,6 +80,10 @@ async def run_experiment(
     pool = EndpointPool(registry.backends, cache)
     try:
         metrics = [(registry.metrics[m], registry.owners[("metrics", m)]) for m in config.metrics]
+        options = {
+            metric.name: resolve_options(metric, config.metric_options.get(metric.name, {}))
+            for metric, _ in metrics
+        }
         generator = pool.get("generator", config.generator)
         needs_judge = any(metric.needs_judge for metric, _ in metrics)
         judges = (
@@ -103,6 +110,7 @@ async def run_experiment(
             generator,
             judges,
             metrics,
+            options,
             progress,
             on_case,
             total=len(dataset.cases),
@@ -117,7 +125,16 @@ async def run_experiment(
                     return None
                 return await _run_case(run, case)
 
-        results = await asyncio.gather(*(bounded(case) for case in dataset.cases))
+        tasks = [asyncio.ensure_future(bounded(case)) for case in dataset.cases]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            # An error that stops the run: the cases still in flight stop here, before the
+            # backends close under them (they would record "closed" errors as their own).
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         roles = {"generator": generator, **({"judge": judges[0]} if judges else {})}
         return RunOutcome(
             cases=[case for case in results if case is not None],
@@ -227,15 +244,7 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: _Run) -> Metri
 async def _score_once(
     metric: Metric, owner: str, sample: Sample, judge: Judge | None, run: _Run
 ) -> MetricResult:
-    options = run.config.metric_options.get(metric.name, {})
-    try:
-        return await metric.score(sample, judge, options)
-    except Exception as exc:  # a plugin's failure on one case must not stop the run
-        if isinstance(exc, RagexpError) and exc.stops_run:
-            raise
-        return MetricResult(
-            score=None, parse_ok=False, error=f"{type(exc).__name__}: {exc} [{owner}]"
-        )
+    return await score_sample(metric, owner, sample, judge, run.options[metric.name])
 
 
 def _judge_for(endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int) -> Judge:

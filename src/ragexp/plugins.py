@@ -1,22 +1,29 @@
-"""The one PluginManager: built-ins first, then the ``ragexp`` entry-point group, one by one.
+"""The one PluginManager: built-ins first, then the ``ragexp`` entry-point group, one by one,
+then the one-file plugins of ``RAGEXP_PLUGINS_DIR``.
 
 ``RAGEXP_LOAD_PLUGINS`` (comma-separated entry-point or distribution names) limits which
-installed plugins load; set it to an empty string to load none. ``python -m ragexp plugins``
-(or ``python -m ragexp.plugins``) lists what is loaded.
+installed plugins load; set it to an empty string to load none. ``RAGEXP_PLUGINS_DIR`` (or
+``--plugins-dir DIR``) names a folder whose ``*.py`` files are each loaded as a plugin, without
+packaging, as datasette does (``RAGEXP_LOAD_PLUGINS`` does not filter them). Every plugin is
+checked against the contract (`ragexp.plugin_checks`) as it loads. ``python -m ragexp plugins``
+(or ``python -m ragexp.plugins``) lists what is loaded (`ragexp.plugin_listing`).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
-import json
+import importlib.util
 import os
 import sys
 import warnings
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from importlib.metadata import version as dist_version
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pluggy
@@ -25,7 +32,8 @@ from ragexp import hookspecs
 from ragexp.config import Known
 from ragexp.errors import PluginError, RagexpWarning
 from ragexp.llm.base import BackendSpec
-from ragexp.metrics import Metric
+from ragexp.metrics import Metric, options_model
+from ragexp.plugin_checks import check_hooks, check_metric
 from ragexp.retrieval.base import RetrieverSpec
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
@@ -38,6 +46,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 
 ENTRY_POINT_GROUP = "ragexp"
 ALLOW_ENV = "RAGEXP_LOAD_PLUGINS"
+DIR_ENV = "RAGEXP_PLUGINS_DIR"
 KINDS = ("metrics", "backends", "retrievers")
 
 
@@ -54,7 +63,12 @@ class PluginInfo:
 
     @property
     def label(self) -> str:
-        return f"plugin '{self.name}' ({self.distribution} {self.version})"
+        return f"plugin '{self.name}' ({self.origin})"
+
+    @property
+    def origin(self) -> str:
+        """``ragexp-extra 0.1``, or the file of a one-file plugin (it has no version)."""
+        return f"{self.distribution} {self.version}" if self.version else self.distribution
 
 
 @dataclass
@@ -74,6 +88,8 @@ class Registry:
             backends=frozenset(self.backends),
             retrievers=frozenset(self.retrievers),
             metrics=frozenset(self.metrics),
+            options={name: options_model(metric) for name, metric in self.metrics.items()},
+            explain_metric=lambda name: unknown_metric_hint(name, self),
         )
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
@@ -99,23 +115,20 @@ def new_manager() -> pluggy.PluginManager:
 @cache
 def registry() -> Registry:
     """Load all plugins once per process and collect what they register."""
-    return load_plugins(_allowed_entry_points())
+    folder = plugins_dir()
+    files = sorted(folder.glob("*.py")) if folder else []
+    return load_plugins(_allowed_entry_points(also_known={f.stem for f in files}), folder)
 
 
-def load_plugins(eps: list[EntryPoint]) -> Registry:
+def load_plugins(eps: list[EntryPoint], folder: Path | None = None) -> Registry:
+    """Built-ins, then ``eps`` one by one, then each ``*.py`` file of ``folder`` (sorted)."""
     reg = Registry(pm=new_manager())
     version = dist_version("ragexp")
     for name in DEFAULT_PLUGINS:
         info = PluginInfo(name, "ragexp", version, (), {})
         register_plugin(reg, importlib.import_module(name), info)
     for ep in eps:
-        info = PluginInfo(
-            ep.name,
-            ep.dist.name if ep.dist else "unknown distribution",
-            ep.dist.version if ep.dist else "?",
-            (),
-            {},
-        )
+        info = _entry_point_info(ep)
         try:
             plugin = ep.load()
         except Exception as exc:
@@ -124,16 +137,111 @@ def load_plugins(eps: list[EntryPoint]) -> Registry:
                 f"fix or uninstall it, or leave it out with {ALLOW_ENV}"
             ) from None
         register_plugin(reg, plugin, info)
+    for path in sorted(folder.glob("*.py")) if folder else []:
+        info = PluginInfo(path.stem, str(path), "", (), {})  # a file: no distribution
+        register_plugin(reg, _import_file(path, info), info)
     return reg
 
 
-def _allowed_entry_points() -> list[EntryPoint]:
-    eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+def plugins_dir() -> Path | None:
+    """The folder of one-file plugins that ``RAGEXP_PLUGINS_DIR`` names, if set and not empty."""
+    value = os.environ.get(DIR_ENV, "")
+    if not value:
+        return None
+    folder = Path(value).expanduser().resolve()
+    if not folder.is_dir():
+        raise PluginError(
+            f"{DIR_ENV}={value}: no such directory; point it (or --plugins-dir) at a folder of "
+            "one-file plugins (*.py)"
+        )
+    return folder
+
+
+def _import_file(path: Path, info: PluginInfo) -> ModuleType:
+    """``path`` run as a module named after the file (kept out of ``sys.modules``)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"{info.label} cannot be imported from {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginError(
+            f"{info.label} failed to import: {type(exc).__name__}: {exc}; fix {path.name} or "
+            f"remove it from {path.parent}"
+        ) from None
+    return module
+
+
+def _entry_point_info(ep: EntryPoint) -> PluginInfo:
+    dist = ep.dist
+    return PluginInfo(
+        ep.name,
+        dist.name if dist else "unknown distribution",
+        dist.version if dist else "?",
+        (),
+        {},
+    )
+
+
+def _installed() -> list[EntryPoint]:
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
+def _allow_list() -> set[str] | None:
     allow = os.environ.get(ALLOW_ENV)
-    if allow is None:
+    return None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
+
+
+def _is_allowed(ep: EntryPoint, names: set[str]) -> bool:
+    return ep.name in names or bool(ep.dist and ep.dist.name in names)
+
+
+def _allowed_entry_points(also_known: Collection[str] = ()) -> list[EntryPoint]:
+    """The installed entry points ``RAGEXP_LOAD_PLUGINS`` lets load; a name in it that matches
+    no installed plugin (nor one of ``also_known``, the one-file plugins) is a `PluginError`."""
+    eps = _installed()
+    names = _allow_list()
+    if names is None:
         return eps
-    names = {n.strip() for n in allow.split(",") if n.strip()}
-    return [ep for ep in eps if ep.name in names or (ep.dist and ep.dist.name in names)]
+    known = {ep.name for ep in eps} | {ep.dist.name for ep in eps if ep.dist} | set(also_known)
+    unknown = sorted(names - known)
+    if unknown:
+        infos = map(_entry_point_info, eps)
+        listed = ", ".join(f"{i.name} ({i.origin})" for i in infos)
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise PluginError(
+            f"{ALLOW_ENV}: '{unknown[0]}' is no installed ragexp plugin; "
+            f"installed: {listed or 'none'}" + (f"; did you mean '{close[0]}'?" if close else "")
+        )
+    return [ep for ep in eps if _is_allowed(ep, names)]
+
+
+def unknown_metric_hint(name: str, reg: Registry | None = None) -> str:
+    """What to say about metric ``name`` that no loaded plugin registers: the installed plugin
+    that ``RAGEXP_LOAD_PLUGINS`` leaves out and that would register it (each left-out plugin is
+    loaded into a scratch registry to find out; one that fails is skipped), else the closest
+    registered name (``did you mean 'x'?``), else "". ``reg`` defaults to `registry()`."""
+    names = _allow_list()
+    for ep in [] if names is None else [ep for ep in _installed() if not _is_allowed(ep, names)]:
+        if name in _probe(ep):
+            allow = os.environ.get(ALLOW_ENV, "")
+            return (
+                f"metric '{name}' comes from {_entry_point_info(ep).label}, which "
+                f"{ALLOW_ENV}='{allow}' leaves out; add '{ep.name}' there"
+            )
+    close = difflib.get_close_matches(name, sorted((reg or registry()).metrics), n=1)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _probe(ep: EntryPoint) -> frozenset[str]:
+    """The metrics entry point ``ep`` registers on its own; none if it fails in any way."""
+    try:
+        scratch = Registry(pm=new_manager())
+        register_plugin(scratch, ep.load(), _entry_point_info(ep))
+    except Exception:
+        return frozenset()
+    return frozenset(scratch.metrics)
 
 
 def register_plugin(reg: Registry, plugin: Any, info: PluginInfo) -> None:
@@ -143,6 +251,8 @@ def register_plugin(reg: Registry, plugin: Any, info: PluginInfo) -> None:
 
     def collector(kind: str) -> Callable[[Any], None]:
         def register(item: Any) -> None:
+            if kind == "metrics":
+                check_metric(item, info.label)
             item_name = getattr(item, "name", None)
             if not isinstance(item_name, str) or not item_name:
                 raise PluginError(f"{info.label} registered one of its {kind} without a name")
@@ -157,6 +267,10 @@ def register_plugin(reg: Registry, plugin: Any, info: PluginInfo) -> None:
         return register
 
     pm = reg.pm
+    if pm.has_plugin(info.name):
+        other = next((p.label for p in reg.plugins if p.name == info.name), "another plugin")
+        raise PluginError(f"{info.label}: the name '{info.name}' is taken by {other}; rename one")
+    check_hooks(pm, plugin, info.label)
     try:
         pm.register(plugin, name=info.name)
         pm.check_pending()
@@ -186,30 +300,7 @@ def register_plugin(reg: Registry, plugin: Any, info: PluginInfo) -> None:
     reg.plugins.append(PluginInfo(info.name, info.distribution, info.version, hooks, registers))
 
 
-def format_plugins(reg: Registry) -> str:
-    """The human listing of ``ragexp plugins``."""
-    lines = []
-    for p in reg.plugins:
-        lines.append(f"{p.name}  ({p.distribution} {p.version})")
-        for kind, names in p.registers.items():
-            lines.append(f"    {kind}: {', '.join(names)}")
-        lines.append(f"    hooks: {', '.join(p.hooks)}")
-    return "\n".join(lines)
-
-
-def plugins_command(argv: list[str]) -> int:
-    """``ragexp plugins [--json]``: list loaded plugins, their distributions and registrations."""
-    try:
-        reg = registry()
-    except PluginError as exc:
-        print(f"ragexp: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if "--json" in argv:
-        print(json.dumps([asdict(p) for p in reg.plugins], indent=2))
-    else:
-        print(format_plugins(reg))
-    return 0
-
-
 if __name__ == "__main__":
+    from ragexp.plugin_listing import plugins_command
+
     sys.exit(plugins_command(sys.argv[1:]))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ragexp.config import RunConfig
 from ragexp.results import CaseResult
-from ragexp.stats import NoiseSummary, Summary
+from ragexp.stats import MetricSummary, NoiseSummary, Summary
 
 PREVIEW_CHARS = 160
 
@@ -151,9 +151,25 @@ def render_report(
             "the others failed, or the metric could not score them (n/a, e.g. no reference). "
             "Compare means over the same cases with `ragexp compare`.",
         ]
+    failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
+    if failing:
+        lines += [""] + [f"- {metric_failure_line(name, m)}" for name, m in failing]
     faith = summary.metrics.get("faithfulness")
     if faith and faith.mean is not None:
         lines += ["", faithfulness_line(faith.mean, faith.ci_low, faith.ci_high, faith.n)]
+    if summary.sources:
+        lines += [
+            "",
+            "## Metrics",
+            "",
+            "| metric | version | from | options |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {name} | {s.metric_version} | {s.origin()} "
+            f"(plugin `{s.plugin}`) | {_options(s.options)} |"
+            for name, s in summary.sources.items()
+        ]
     noisy = [(name, m.noise) for name, m in summary.metrics.items() if m.noise is not None]
     if noisy:
         lines += ["", "## Judge noise", ""]
@@ -186,6 +202,16 @@ def _case_section(case: CaseResult) -> list[str]:
         flag = "" if m.parse_ok else " (unparsed)"
         lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
     return [*lines, ""]
+
+
+def metric_failure_line(name: str, m: MetricSummary) -> str:
+    """``answer_length failed on 24 of 24 cases; the first: ValueError: … [plugin 'x' …]``."""
+    scored = m.n + m.n_unscored + m.errors
+    return f"{name} failed on {m.errors} of {scored} cases; the first: {m.first_error}"
+
+
+def _options(options: Mapping[str, object]) -> str:
+    return ", ".join(f"`{key}={value}`" for key, value in options.items()) or "–"
 
 
 def _interrupted(summary: Summary) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ragexp.config import GateConfig
+from ragexp.provenance import MetricSource
 from ragexp.results import CaseResult, Judgement, MetricResult
 
 CONFIDENCE = 0.95
@@ -54,7 +55,9 @@ class MetricSummary(BaseModel):
     parse_failures: int
     """Judge replies with no valid label, scored by the metric's fallback."""
     errors: int
-    """Cases on which the metric raised."""
+    """Cases on which the metric failed (raised, or returned no valid result)."""
+    first_error: str | None = None
+    """The first of those errors, in case order."""
     noise: NoiseSummary | None = None
     """The judge's noise, measured when the run judged each answer more than once."""
 
@@ -93,6 +96,8 @@ class Summary(BaseModel):
     warnings: list[str] = []
     """ragexp's warnings during the run (e.g. prompts longer than the context window, skipped
     corpus files)."""
+    sources: dict[str, MetricSource] = {}
+    """Where each metric came from: plugin, distribution and versions, resolved options."""
 
     def failure_phrase(self) -> str:
         """``74 of 100 cases failed: 70 BackendUnavailable (cannot reach …), 4 metric x (…)``."""
@@ -144,6 +149,7 @@ def summarize(
             label_counts=dict(sorted(labels.items())),
             parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
             errors=sum(1 for r in results if r.error is not None),
+            first_error=next((r.error for r in results if r.error is not None), None),
             noise=judge_noise(results),
         )
     calls: dict[str, CallCount] = {}

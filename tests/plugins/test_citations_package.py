@@ -73,7 +73,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     assert build.returncode == 0, build.stdout + build.stderr
-    [dist_info] = target.glob("ragexp_citations-0.1.0.dist-info")
+    [dist_info] = target.glob("ragexp_citations-0.2.0.dist-info")
     assert "citations = ragexp_citations" in (dist_info / "entry_points.txt").read_text()
     return target
 
@@ -139,8 +139,8 @@ def test_mlflow_run_has_the_metric(cited_run: tuple[Path, str, int]) -> None:
 
 
 def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
-    """require_citations turns an uncited answer into 0.0; an unknown option is recorded as the
-    metric's error on the case. The plugin is allowed by its distribution name this time."""
+    """require_citations turns an uncited answer into 0.0; an unknown option is refused before
+    any case, with one line naming the key. The plugin is allowed by its distribution name."""
     env = {"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": "ragexp-citations"}
     common = (
         *BASE_ARGS,
@@ -157,6 +157,7 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
             cwd=tmp_path,
             env=env,
         )
+        chats_before = len(server.requests_to("/api/chat"))
         bogus = run_ragexp(
             *common,
             "metric_options.citation_accuracy.strict=true",
@@ -164,18 +165,19 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
             cwd=tmp_path,
             env=env,
         )
+        chats_after = len(server.requests_to("/api/chat"))
     assert required.returncode == 0, required.stderr
     [case] = map(json.loads, (tmp_path / "outputs/required/cases.jsonl").read_text().splitlines())
     result = case["metrics"]["citation_accuracy"]
     assert (result["score"], result["label"], result["error"]) == (0.0, "no_citations", None)
 
-    assert bogus.returncode == 1, bogus.stderr  # the metric failed on every case: a failed run
-    assert "ragexp: error: the run failed: every case failed" in bogus.stderr
-    [case] = map(json.loads, (tmp_path / "outputs/bogus/cases.jsonl").read_text().splitlines())
-    error = case["metrics"]["citation_accuracy"]["error"]
-    assert error.startswith("ValueError: citation_accuracy: unknown option(s) 'strict'")
-    assert "allowed options: require_citations" in error
-    assert "ragexp-citations 0.1.0" in error  # the framework names the plugin that failed
+    assert bogus.returncode == 2, bogus.stderr
+    assert bogus.stderr.strip().splitlines() == [
+        "ragexp: error: metric_options.citation_accuracy.strict: unknown option of metric "
+        "'citation_accuracy'; its options: require_citations (bool, default false)"
+    ]
+    assert chats_after == chats_before  # refused before any LLM call
+    assert not (tmp_path / "outputs/bogus/cases.jsonl").exists()
 
 
 def test_not_loaded_is_one_line_and_exit_2(site: Path, tmp_path: Path) -> None:
@@ -198,8 +200,9 @@ def test_plugins_command_lists_the_package(site: Path, tmp_path: Path) -> None:
     env = {"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": "citations"}
     listed = run_ragexp("plugins", cwd=tmp_path, env=env)
     assert listed.returncode == 0, listed.stderr
-    assert "ragexp-citations 0.1.0" in listed.stdout
+    assert "ragexp-citations 0.2.0" in listed.stdout
     assert "citation_accuracy" in listed.stdout
+    assert "require_citations (bool, default false)" in listed.stdout
 
     hidden = run_ragexp("plugins", cwd=tmp_path, env={**env, "RAGEXP_LOAD_PLUGINS": ""})
     assert hidden.returncode == 0, hidden.stderr

@@ -1,15 +1,17 @@
-"""citation_accuracy, called directly: the extraction rule, every label, the option, the hook."""
+"""citation_accuracy through ragexp's testing kit (scored as a run scores it): the extraction
+rule, every label, the option, the hook."""
 
 from __future__ import annotations
 
-import asyncio
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ragexp.metrics import Metric, Sample
-from ragexp.results import MetricResult, RetrievedChunk
+from ragexp import ConfigError
+from ragexp.metrics import Metric
+from ragexp.results import MetricResult
+from ragexp.testing import make_sample, run_metric
 
 import ragexp_citations
 from ragexp_citations import CitationAccuracy, extract_citations, is_abstention
@@ -18,23 +20,13 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 RETRIEVED = ("fees-and-passes.md", "hours-and-seasons.md", "guides/permits.md")
 
 
-def chunk(doc_id: str, n: int = 0) -> RetrievedChunk:
-    return RetrievedChunk(
-        doc_id=doc_id, chunk_id=f"{doc_id}#{n}", score=1.0 - n / 10, text=f"Text of {doc_id}."
-    )
-
-
-def sample(answer: str, docs: tuple[str, ...] = RETRIEVED) -> Sample:
-    return Sample(
-        case_id="c1",
-        question="How much is a day pass?",
-        answer=answer,
-        contexts=tuple(chunk(d, i) for i, d in enumerate(docs)),
-    )
-
-
-def score(answer: str, options: dict[str, Any] | None = None, **kw: Any) -> MetricResult:
-    return asyncio.run(CitationAccuracy().score(sample(answer, **kw), None, options or {}))
+def score(
+    answer: str, options: dict[str, Any] | None = None, docs: tuple[str, ...] = RETRIEVED
+) -> MetricResult:
+    """The result a run records for ``answer``, the retrieved chunks coming from ``docs``."""
+    sample = make_sample(answer=answer, contexts=[f"Text of {d}." for d in docs], doc_ids=docs)
+    [result] = run_metric(CitationAccuracy(), sample, options=options)
+    return result
 
 
 # -- extraction ---------------------------------------------------------------------------
@@ -102,6 +94,7 @@ def test_all_valid() -> None:
     assert (result.score, result.label) == (1.0, "all_valid")
     assert result.raw == "fees-and-passes.md, hours-and-seasons.md"
     assert result.parse_ok and result.error is None
+    assert result.metric_version == "1"
 
 
 def test_some_invalid_scores_the_share_of_distinct_valid_ids() -> None:
@@ -158,18 +151,31 @@ def test_require_citations_false_and_cited_answers_are_unaffected() -> None:
     assert (cited.score, cited.label) == (0.5, "some_invalid")
 
 
-def test_unknown_option_is_an_error_naming_the_allowed_options() -> None:
-    with pytest.raises(
-        ValueError,
-        match=r"unknown option\(s\) 'strict'.*allowed options: "
-        r"require_citations",
-    ):
+def test_unknown_option_is_refused_naming_the_key_and_the_options() -> None:
+    with pytest.raises(ConfigError) as err:
         score("[fees-and-passes.md]", {"strict": True})
+    assert str(err.value) == (
+        "metric_options.citation_accuracy.strict: unknown option of metric 'citation_accuracy'; "
+        "its options: require_citations (bool, default false)"
+    )
 
 
-def test_require_citations_must_be_a_bool() -> None:
-    with pytest.raises(ValueError, match="require_citations must be true or false"):
-        score("[fees-and-passes.md]", {"require_citations": "yes"})
+@pytest.mark.parametrize("value", ["yes", 1, "true"])
+def test_require_citations_must_be_a_bool(value: object) -> None:
+    with pytest.raises(ConfigError) as err:
+        score("[fees-and-passes.md]", {"require_citations": value})
+    assert str(err.value) == (
+        "metric_options.citation_accuracy.require_citations: Input should be a valid boolean "
+        f"(got {value!r})"
+    )
+
+
+def test_options_default_and_are_frozen() -> None:
+    options = CitationAccuracy.Options()
+    assert options.require_citations is False
+    assert CitationAccuracy.Options.model_fields["require_citations"].description
+    with pytest.raises(ValueError, match="frozen"):
+        options.require_citations = True  # type: ignore[misc]
 
 
 # -- the plugin ---------------------------------------------------------------------------
@@ -181,6 +187,8 @@ def test_hook_registers_exactly_one_metric() -> None:
     [metric] = registered
     assert isinstance(metric, Metric)
     assert (metric.name, metric.version, metric.needs_judge) == ("citation_accuracy", "1", False)
+    [result] = run_metric(metric, make_sample(answer="[doc-1.md]"))  # passes ragexp's checks
+    assert (result.score, result.label, result.error) == (1.0, "all_valid", None)
 
 
 def test_pyproject_declares_the_entry_point_and_version() -> None:

@@ -4,14 +4,13 @@ MLflow run."""
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config import primary_metric
+from ragexp.outputs import strict_json
 from ragexp.sweep.jobs import read_jobs
 from ragexp.sweep.link import SweepLink, sweep_label
 from ragexp.sweep.plot import plot_summary
@@ -44,8 +43,7 @@ def write_summary(
     plotted = plot_summary(summary, sweep_dir / PLOT_FILE)
     markdown = render_markdown(summary, title, plot=plotted)
     (sweep_dir / SUMMARY_MD).write_text(markdown, encoding="utf-8")
-    data = json.dumps(_finite(to_json(summary)), indent=2, allow_nan=False)
-    (sweep_dir / SUMMARY_JSON).write_text(data + "\n", encoding="utf-8")
+    (sweep_dir / SUMMARY_JSON).write_text(strict_json(to_json(summary)), encoding="utf-8")
     print(render_terminal(summary, sweep_dir), file=sys.stderr, end="")
     if parent_run_id:
         from ragexp.tracking.sweep_run import close_parent
@@ -60,14 +58,3 @@ def write_summary(
         )
     unfinished = any(row.job.status != "finished" for row in summary.rows)
     return 1 if unfinished or not summary.rows else 0
-
-
-def _finite(value: object) -> object:
-    """``value`` with NaN and infinities as null: summary.json is strict JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value

@@ -29,32 +29,31 @@ counted as unscored). With ``metric_options.citation_accuracy.require_citations=
 0.0 instead — except an abstention ("I don't know", "I do not know", at the start of the answer),
 which the ``cite`` prompt tells the model to give *without* a citation, so it stays unscored.
 
-Options (``metric_options.citation_accuracy.<option>``): ``require_citations`` (bool, default
-false). Any other key raises ``ValueError``, which ragexp records as this metric's error on every
-case.
+Options (``metric_options.citation_accuracy.<option>``) are declared by `CitationAccuracy.Options`:
+``require_citations`` (bool, default false). ragexp validates them before any case runs (an
+unknown key or a value that is not a boolean stops the run with one line naming the key) and
+passes ``score`` an ``Options`` instance.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final
 
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ragexp import MetricResult, hookimpl
 from ragexp.metrics import Judge, Metric, RegisterMetric, Sample, strip_reasoning
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "ALLOWED_OPTIONS",
     "CitationAccuracy",
     "__version__",
     "extract_citations",
     "is_abstention",
     "ragexp_register_metrics",
 ]
-
-ALLOWED_OPTIONS: Final[frozenset[str]] = frozenset({"require_citations"})
 
 ALL_VALID: Final = "all_valid"
 SOME_INVALID: Final = "some_invalid"
@@ -104,21 +103,6 @@ def is_abstention(answer: str) -> bool:
     return _ABSTENTION_RE.match(strip_reasoning(answer).strip()) is not None
 
 
-def _require_citations(options: Mapping[str, Any]) -> bool:
-    unknown = sorted(set(options) - ALLOWED_OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"citation_accuracy: unknown option(s) {', '.join(map(repr, unknown))}; "
-            f"allowed options: {', '.join(sorted(ALLOWED_OPTIONS))}"
-        )
-    value = options.get("require_citations", False)
-    if not isinstance(value, bool):
-        raise ValueError(
-            f"citation_accuracy: require_citations must be true or false (got {value!r})"
-        )
-    return value
-
-
 def _label(score: float) -> str:
     if score == 1.0:
         return ALL_VALID
@@ -134,10 +118,22 @@ class CitationAccuracy:
     version: str = "1"
     needs_judge: bool = False
 
+    class Options(BaseModel):
+        """``metric_options.citation_accuracy.<option>``; ragexp checks them before any case."""
+
+        model_config = ConfigDict(frozen=True)
+
+        require_citations: StrictBool = Field(
+            default=False,
+            description="score an answer that cites nothing 0.0 instead of leaving it "
+            "unscored; an abstention (an answer starting with I don't know) stays unscored",
+        )
+
     async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+        self, sample: Sample, judge: Judge | None, options: CitationAccuracy.Options
     ) -> MetricResult:
-        require = _require_citations(options)
+        """Score one answer; ragexp passes ``options`` as an `Options` instance."""
+        require = options.require_citations
         retrieved: Sequence[str] = [c.doc_id for c in sample.contexts]
         cited = extract_citations(sample.answer, retrieved)
         if not cited:

@@ -1,0 +1,83 @@
+"""Which plugin produced each metric of a run: distribution, its version, the metric's version
+and its resolved options. Recorded in summary.json, report.md and MLflow tags, and checked by
+``ragexp compare``, so runs scored by different plugin versions are never compared blindly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from ragexp.plugins import Registry
+
+
+class MetricSource(BaseModel):
+    """Where one metric of a run came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plugin: str
+    """The plugin's name: its entry point, or the built-in module."""
+    distribution: str
+    """The installed distribution that provides it (``ragexp`` for built-ins)."""
+    distribution_version: str
+    metric_version: str
+    """The metric's own ``version``: it changes when its prompt or parser changes."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """``metric_options.<metric>`` as the metric received them, defaults filled."""
+
+    def origin(self) -> str:
+        """``ragexp-citations 0.2.0``, or the file of a one-file plugin."""
+        return f"{self.distribution} {self.distribution_version}".strip()
+
+
+def metric_sources(
+    registry: Registry, metrics: Sequence[str], options: Mapping[str, Mapping[str, Any]]
+) -> dict[str, MetricSource]:
+    """The source of each of ``metrics`` in ``registry``."""
+    sources: dict[str, MetricSource] = {}
+    for name in metrics:
+        plugin = next(p for p in registry.plugins if name in p.registers.get("metrics", ()))
+        sources[name] = MetricSource(
+            plugin=plugin.name,
+            distribution=plugin.distribution,
+            distribution_version=plugin.version,
+            metric_version=registry.metrics[name].version,
+            options=dict(options.get(name, {})),
+        )
+    return sources
+
+
+def source_tags(sources: Mapping[str, MetricSource]) -> dict[str, str]:
+    """MLflow tags: ``metric.<name>.version`` and ``metric.<name>.plugin``."""
+    tags: dict[str, str] = {}
+    for name, source in sources.items():
+        tags[f"metric.{name}.version"] = source.metric_version
+        tags[f"metric.{name}.plugin"] = f"{source.origin()} ({source.plugin})"
+    return tags
+
+
+def differences(
+    a: Mapping[str, MetricSource], b: Mapping[str, MetricSource], metrics: Sequence[str]
+) -> list[str]:
+    """One line per metric of ``metrics`` whose source differs between runs A and B."""
+    lines = []
+    for name in metrics:
+        if name not in a or name not in b:
+            continue
+        old, new = a[name], b[name]
+        changed = []
+        if old.metric_version != new.metric_version:
+            changed.append(f"metric version {old.metric_version} vs {new.metric_version}")
+        if (old.distribution, old.distribution_version) != (
+            new.distribution,
+            new.distribution_version,
+        ):
+            changed.append(f"{old.origin()} vs {new.origin()}")
+        if old.options != new.options:
+            changed.append(f"options {old.options} vs {new.options}")
+        if changed:
+            lines.append(f"{name} was not scored the same way in A and B: {'; '.join(changed)}")
+    return lines
