@@ -151,8 +151,8 @@ def test_the_end_of_run_lines_give_each_failing_metric_its_first_error_and_count
     )
     assert lines[-1].endswith(f"; details in {log}")
     assert (
-        "ragexp: error: the run failed: every case failed: 4 of 4 cases failed: "
-        "4 metric returns_dict" in stderr
+        "ragexp: error: the run failed: no case was fully scored: 4 of 4 cases have a metric "
+        "that failed: 4 metric returns_dict" in stderr
     )
 
 

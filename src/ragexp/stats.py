@@ -105,7 +105,8 @@ class Summary(BaseModel):
             f"{n} {kind} ({self.failure_examples.get(kind, '')[:160]})"
             for kind, n in self.failures.items()
         )
-        return f"{self.n_failed} of {self.n_cases} cases failed: {kinds}"
+        failed = "cases failed" if self.n_errors else "cases have a metric that failed"
+        return f"{self.n_failed} of {self.n_cases} {failed}: {kinds}"
 
 
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -231,7 +232,8 @@ def run_failure(summary: Summary, max_error_rate: float) -> str | None:
         return None
     rate = summary.n_failed / summary.n_cases
     if summary.n_failed == summary.n_cases:
-        return f"every case failed: {summary.failure_phrase()}"
+        every = "every case failed" if summary.n_errors else "no case was fully scored"
+        return f"{every}: {summary.failure_phrase()}"
     if rate > max_error_rate:
         return (
             f"{summary.failure_phrase()}; that is {rate:.0%}, above run.max_error_rate "

@@ -97,3 +97,26 @@ def test_a_baseline_names_a_job_by_its_override_string() -> None:
     assert not matches(job, "generator.model=gen-p60a")
     assert not matches(job, "retriever.top_k=3")
     assert not matches(job, "")
+
+
+def test_a_baseline_that_matches_no_job_falls_back_to_the_best_and_says_so() -> None:
+    from pathlib import Path
+
+    from ragexp.sweep.render import render_terminal, to_json
+
+    jobs = planted.jobs(0, N_CASES)
+    summary = summarize_sweep(jobs, "faithfulness", ["generator.model"], "generator.model=gen-x")
+    assert summary.baseline is None
+    assert summary.unmatched_baseline == "generator.model=gen-x"
+    assert summary.rows[0].verdict == "best"
+    assert {r.verdict for r in summary.rows[1:]} <= {
+        "worse than best",
+        "not distinguishable from best",
+    }
+    text = render_terminal(summary, Path("sweep"))
+    assert (
+        "compare.baseline='generator.model=gen-x' matches no job that finished with scores, so "
+        "every job is tested against the best; this sweep's values: "
+        "generator.model=gen-p60a,gen-p60b,gen-p90" in text
+    )
+    assert to_json(summary)["unmatched_baseline"] == "generator.model=gen-x"

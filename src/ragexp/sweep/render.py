@@ -140,6 +140,7 @@ def to_json(summary: SweepSummary) -> dict[str, Any]:
         "primary_metric": summary.primary,
         "swept": summary.swept,
         "baseline": summary.baseline,
+        "unmatched_baseline": summary.unmatched_baseline,
         "tested_within_judge": summary.by_judge,
         "alpha": ALPHA,
         "confidence": CONFIDENCE,
@@ -198,6 +199,13 @@ def _method(summary: SweepSummary) -> list[str]:
 def _notes(summary: SweepSummary) -> list[str]:
     """The plain-words reading: who is best, and whether anyone is distinguishable from it."""
     notes = []
+    if summary.unmatched_baseline is not None:
+        values = {k: sorted({r.job.swept.get(k, "") for r in summary.rows}) for k in summary.swept}
+        notes.append(
+            f"compare.baseline={summary.unmatched_baseline!r} matches no job that finished with "
+            "scores, so every job is tested against the best; this sweep's values: "
+            + "; ".join(f"{k}={','.join(v)}" for k, v in values.items())
+        )
     ranked = [r for r in summary.rows if r.rank is not None]
     if not ranked:
         return ["No job finished with scores to compare."]

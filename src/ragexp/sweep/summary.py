@@ -70,6 +70,8 @@ class SweepSummary:
     rows: list[Row]
     agreement: list[Agreement]
     stability: list[Stability]
+    unmatched_baseline: str | None = None
+    """``compare.baseline`` as given when it matched no scored job (the best stands in)."""
 
     @property
     def by_judge(self) -> bool:
@@ -90,6 +92,9 @@ def summarize_sweep(
         id(j): 1 + sum(judge_of(o, swept) == judge_of(j, swept) for o in ranked[:i])
         for i, j in enumerate(ranked)
     }
+    unmatched = None
+    if baseline is not None and not any(matches(job, baseline) for job in ranked):
+        unmatched, baseline = baseline, None  # test against the best, and say so
     references = _references(ranked, swept, baseline)
     tests: dict[int, tuple[JobResult, MetricComparison]] = {}
     for job in ranked:
@@ -123,6 +128,7 @@ def summarize_sweep(
         rows=rows,
         agreement=judge_agreement(scored, swept) if JUDGE_KEY in swept else [],
         stability=ranking_stability(scored, primary, swept) if JUDGE_KEY in swept else [],
+        unmatched_baseline=unmatched,
     )
 
 
