@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.cli import _one_line, normalize_argv
+from ragexp.cli import _one_line, normalize_argv, single_run_name
 from ragexp.errors import ConfigError
 from tests.cli_run import run_ragexp
 
@@ -133,3 +133,25 @@ def test_a_search_sweepers_interval_is_let_through_to_its_jobs() -> None:
     check_command(["ragexp", "-m", "judge.temperature=interval(0.1,0.9)", "retriever.top_k=3,5"])
     with pytest.raises(ConfigError, match=r"retriever\.top_k"):
         check_command(["ragexp", "-m", "judge.temperature=interval(0.1,0.9)", "retriever.top_k=0"])
+
+
+@pytest.mark.parametrize(
+    ("override_dirname", "expected"),
+    [
+        ("", "default"),
+        ("retriever.top_k=3", "retriever.top_k=3"),
+        (
+            "++metric_options.answer_length.max_words=30,dataset.limit=6",
+            "metric_options.answer_length.max_words=30,dataset.limit=6",
+        ),
+        (
+            "+gate.faithfulness=0.8,judge.model=qwen2.5\\:7b",
+            "gate.faithfulness=0.8,judge.model=qwen2.5:7b",
+        ),
+        ("prompt.system=a++b", "prompt.system=a++b"),
+    ],
+)
+def test_a_single_run_is_named_by_the_overrides_as_typed(
+    override_dirname: str, expected: str
+) -> None:
+    assert single_run_name(override_dirname) == expected

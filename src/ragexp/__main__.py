@@ -16,6 +16,7 @@ from ragexp.cli import (
     normalize_argv,
     register_resolvers,
     show_warnings_as_lines,
+    single_run_name,
     take_plugins_dir,
 )
 from ragexp.config import primary_metric
@@ -31,7 +32,7 @@ def _job(cfg: DictConfig) -> float | None:
     from ragexp.experiment import run_job
 
     hc = HydraConfig.get()
-    run_name = hc.job.override_dirname.replace("\\", "") or "default"  # Hydra escapes ':'
+    run_name = single_run_name(hc.job.override_dirname)
     swept: dict[str, str] = {}
     tags: dict[str, str] = {}
     multirun = hc.mode == RunMode.MULTIRUN

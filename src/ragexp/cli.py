@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import secrets
 import sys
 import warnings
@@ -108,6 +109,14 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     flags = [a for a in rest if a in MULTIRUN_FLAGS]
     rest = [("++" + a if a.startswith(OPEN_MAPPINGS) else a) for a in rest]
     return head + flags[:1] + [a for a in rest if a not in MULTIRUN_FLAGS]
+
+
+def single_run_name(override_dirname: str) -> str:
+    """A single run's MLflow name: Hydra's ``override_dirname`` without the ``++`` that
+    `normalize_argv` put in front of ``metric_options`` and ``gate`` keys (what the user typed),
+    and without the backslashes Hydra puts before ``:``; ``default`` when nothing was given."""
+    name = re.sub(r"(^|,)\+{1,2}(?=[A-Za-z_])", r"\1", override_dirname.replace("\\", ""))
+    return name or "default"
 
 
 def check_command(argv: Sequence[str]) -> None:
