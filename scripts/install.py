@@ -3,7 +3,8 @@
     .venv/bin/python scripts/install.py
 
 1. llama-cpp-python built portable into ragexp's own wheelhouse, unless that wheel is already
-   installed (see ``src/ragexp/llm/llama_build.py`` for why pip's own cache is not used);
+   installed (see ``src/ragexp/llm/llama_build.py`` for why pip's own cache is not used), and on
+   a CPU with AVX-512 its x86-64-v4 build beside it, loaded at run time on such CPUs only;
 2. ``pip install -e ".[embedded,dev]"`` from the repo root.
 
 Uses the standard library only: nothing else is installed yet when it starts.
@@ -52,6 +53,11 @@ def main() -> int:
     baseline = build.default_baseline()
     if _installed_from(build.wheelhouse(baseline)):
         print(f"ragexp: portable llama.cpp {build.VERSION} already installed", file=sys.stderr)
+        try:  # and the build for this CPU's AVX-512, if it has that and it is not there yet
+            build.install_variants(enabled=baseline == "x86-64-v3")
+        except subprocess.CalledProcessError as exc:
+            print(f"ragexp: error: building llama.cpp failed ({exc})", file=sys.stderr)
+            return 1
     elif build.main(["--baseline", baseline]) != 0:
         return 1
     pip = [sys.executable, "-m", "pip", "install", "-q", "-e", f"{REPO}[embedded,dev]"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ragexp.llm.llama_build import cpu_flags, runs_variant
 from tests.cli_run import run_ragexp
 from tests.ollama_server import FakeOllama
 
@@ -44,7 +45,10 @@ def test_all_well_with_the_embedded_model_and_a_reachable_ollama(tmp_path: Path)
     assert all(line.startswith("ok ") for line in lines.values())
     assert platform.python_version() in lines["python"]
     assert "llama-cpp-python 0.3.36; built for" in lines["llama.cpp"]
-    assert "(portable;" in lines["llama.cpp"]
+    if runs_variant("x86-64-v4", cpu_flags()):  # the README's set-up added the AVX-512 build
+        assert "(the x86-64-v4 build, loaded for this CPU's AVX-512;" in lines["llama.cpp"]
+    else:
+        assert "(portable;" in lines["llama.cpp"]
     assert "tokens/s, generation" in lines["probe"]
     assert f"ollama qwen2.5:7b at {url}: ok (" in lines["judge"]  # (the model's digest)
     assert "serves qwen2.5:7b, llama3.2:3b" in lines["judge"]

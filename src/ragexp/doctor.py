@@ -24,7 +24,7 @@ from ragexp.config import LLMConfig, RunConfig
 from ragexp.errors import RagexpError
 from ragexp.llm.base import resolve_backend_name
 from ragexp.llm.llama_build import VERSION as LLAMA_CPP_VERSION
-from ragexp.llm.native import PORTABLE_BASELINE, check_build, cpu_flags
+from ragexp.llm.native import PORTABLE_BASELINE, VARIANT_ENV, check_build, cpu_flags
 
 PROBE_PROMPT = "Name one animal that lives in a national park. Answer in three words."
 PROBE_TOKENS = 8
@@ -106,14 +106,19 @@ async def _llama_checks(config: LLMConfig) -> list[Check]:
         ]
     backend = EmbeddedBackend(config.model_copy(update={"max_tokens": PROBE_TOKENS}))
     try:
-        info = await backend.system_info()
+        worker = await backend.worker_info()
+        info = worker.system_info
         check = check_build(info, cpu_flags())
         baseline = PORTABLE_BASELINE.get(platform.machine(), frozenset())
-        portable = (
-            "portable"
-            if not check.beyond_baseline
-            else (f"not portable: uses {', '.join(check.beyond_baseline)} beyond the baseline")
-        )
+        if worker.variant:
+            portable = (
+                f"the {worker.variant} build, loaded for this CPU's AVX-512; "
+                f"{VARIANT_ENV}=portable for the portable build"
+            )
+        elif check.beyond_baseline:
+            portable = f"not portable: uses {', '.join(check.beyond_baseline)} beyond the baseline"
+        else:
+            portable = "portable"
         features = " ".join(sorted(check.features)) or "no SIMD features"
         pinned = "" if installed == LLAMA_CPP_VERSION else f" (ragexp builds {LLAMA_CPP_VERSION})"
         checks = [

@@ -221,3 +221,35 @@ def test_a_top_k_change_embeds_nothing_again(tmp_path: Path) -> None:
         server.clear_requests()
         _run(tmp_path, server, "retriever=dense", "retriever.chunk_size=30")
         assert server.requests_to("/api/embed")  # other chunks: embedded anew
+
+
+def test_a_new_file_locked_at_once_by_another_opener_is_opened_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite may answer the switch to WAL with "database is locked" at once, without waiting,
+    when several processes open a new file together (about once in 240 openings here)."""
+    import sqlite3
+
+    from ragexp.llm import cache as cache_module
+
+    connect = sqlite3.connect
+    failures = [sqlite3.OperationalError("database is locked")] * 2
+
+    class Flaky:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.db = connect(*args, **kwargs)
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if "journal_mode" in sql and failures:
+                raise failures.pop()
+            return self.db.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.db, name)
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", Flaky)
+    cache = CallCache(tmp_path)
+    assert failures == []
+    cache.put("k", backend="b", model="m", role="r", completion=_completion())
+    assert cache.get("k") is not None
+    cache.close()

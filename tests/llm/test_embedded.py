@@ -9,6 +9,7 @@ import re
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.conftest import FAKE_LLAMA
@@ -24,8 +25,10 @@ from ragexp.llm.native import reinstall_command
 
 @pytest.fixture
 def fake_llama(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """The worker imports tests/fake_llama's llama_cpp instead of the real one."""
+    """The worker imports tests/fake_llama's llama_cpp instead of the real one (as the portable
+    build, whatever this CPU is)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_LLAMA), *sys.path]))
+    monkeypatch.setenv("RAGEXP_LLAMA_VARIANT", "portable")
     yield monkeypatch
 
 
@@ -91,6 +94,37 @@ def test_native_crash_is_one_line_with_the_fix(
     assert message.endswith(f"reinstall llama.cpp portable: `{reinstall_command()}`")
     assert "\n" not in message
     assert info.value.exit_code == 3 and info.value.stops_run
+
+
+def test_a_crash_in_the_avx512_build_points_at_the_portable_one(
+    fake_llama: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    variant = tmp_path / "x86-64-v4"
+    fake_llama.setattr(embedded_process, "variant_lib_path", lambda flags: variant)
+    fake_llama.setenv("FAKE_LLAMA_CRASH_AT", "1")
+    fake_llama.setenv("FAKE_LLAMA_SIGNAL", str(int(signal.SIGILL)))
+    with pytest.raises(NativeCodeError) as info:
+        _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=1)
+    message = str(info.value)
+    assert message.startswith(
+        "the embedded model's native code died with SIGILL (an instruction this CPU does not "
+        "have: llama.cpp was built for another CPU) in llama.cpp's x86-64-v4 build; run with "
+        "the portable build: `RAGEXP_LLAMA_VARIANT=portable`"
+    )
+    assert message.endswith(f"`{reinstall_command()} --no-variants --rebuild`")
+
+
+def test_the_worker_is_told_to_load_the_avx512_build_where_it_applies(
+    fake_llama: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_llama.setenv("FAKE_LLAMA_ECHO_LIB_PATH", "1")
+    variant = tmp_path / "x86-64-v4"
+    fake_llama.setattr(embedded_process, "variant_lib_path", lambda flags: variant)
+    [completion] = _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=1)
+    assert completion.text == str(variant)
+    fake_llama.setattr(embedded_process, "variant_lib_path", lambda flags: None)
+    [completion] = _chat(EmbeddedBackend(LLMConfig(model="smollm2:135m")), calls=1)
+    assert completion.text == "(not set)"
 
 
 def test_build_for_another_cpu_is_refused_before_the_model_loads(

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import platform
+import sys
 from pathlib import Path
 
 import pytest
 
 from ragexp.config import LLMConfig
 from ragexp.llm.embedded import EmbeddedBackend
+from ragexp.llm.embedded_process import WorkerInfo
+from ragexp.llm.llama_build import installed_variant, runs_variant, variant_dir, wheel_key
 from ragexp.llm.native import (
     PORTABLE_BASELINE,
+    VARIANT_ENV,
     build_features,
     check_build,
     cpu_flags,
     reinstall_command,
+    variant_lib_path,
 )
 
 PORTABLE_INFO = (
@@ -101,21 +106,95 @@ def test_cpu_flags_read_from_cpuinfo(tmp_path: Path) -> None:
     assert cpu_flags(tmp_path / "missing") is None
 
 
-@pytest.mark.slow  # system_info() starts the real worker, which loads the model
-def test_installed_llama_cpp_uses_only_the_portable_baseline() -> None:
-    """The real llama.cpp, as the README's set-up built it: nothing beyond the baseline, no AMX,
-    and nothing this CPU lacks, whatever CPU built it."""
+def _worker_info(monkeypatch: pytest.MonkeyPatch, variant: str | None) -> WorkerInfo:
+    """The real worker's llama.cpp; ``variant="portable"`` keeps it on the portable build."""
+    if variant is None:
+        monkeypatch.delenv(VARIANT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(VARIANT_ENV, variant)
+    monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
     backend = EmbeddedBackend(LLMConfig(model="smollm2:135m"))
 
-    async def go() -> str:
+    async def go() -> WorkerInfo:
         try:
-            return await backend.system_info()
+            return await backend.worker_info()
         finally:
             await backend.aclose()
 
-    info = asyncio.run(go())
-    features = build_features(info)
+    return asyncio.run(go())
+
+
+@pytest.mark.slow  # worker_info() starts the real worker, which loads the model
+def test_installed_llama_cpp_uses_only_the_portable_baseline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real llama.cpp, as the README's set-up built it: nothing beyond the baseline, no AMX,
+    and nothing this CPU lacks, whatever CPU built it."""
+    worker = _worker_info(monkeypatch, "portable")
+    features = build_features(worker.system_info)
     baseline = PORTABLE_BASELINE[platform.machine()]
-    assert features, info
+    assert worker.variant is None
+    assert features, worker.system_info
     assert features <= baseline, f"beyond the baseline: {sorted(features - baseline)}"
-    assert check_build(info, cpu_flags()).ok
+    assert check_build(worker.system_info, cpu_flags()).ok
+
+
+@pytest.mark.slow
+def test_the_avx512_build_is_there_and_loaded_exactly_where_the_cpu_runs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the README's set-up: on a CPU with AVX-512 the x86-64-v4 build sits beside the
+    portable one and the worker loads it, using AVX-512 and nothing riskier; on any other CPU it
+    is not installed and the worker loads the portable build."""
+    worker = _worker_info(monkeypatch, None)
+    features = build_features(worker.system_info)
+    baseline = PORTABLE_BASELINE.get(platform.machine(), frozenset())
+    if runs_variant("x86-64-v4", cpu_flags()):
+        assert installed_variant("x86-64-v4", Path(sys.prefix)) is not None
+        assert worker.variant == "x86-64-v4"
+        assert features - baseline == {"AVX512"}, worker.system_info
+    else:
+        assert installed_variant("x86-64-v4", Path(sys.prefix)) is None
+        assert worker.variant is None
+        assert features <= baseline
+    assert check_build(worker.system_info, cpu_flags()).ok
+
+
+def _stamped(prefix: Path) -> Path:
+    folder = variant_dir(prefix, "x86-64-v4")
+    folder.mkdir(parents=True)
+    (folder / "BUILD").write_text(wheel_key("x86-64-v4") + "\n")
+    return folder
+
+
+V4_FLAGS = frozenset(
+    [*ZEN3_FLAGS, "avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw", "amx_tile"]
+)
+
+
+def test_variant_lib_path_picks_the_installed_variant_for_a_cpu_that_runs_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(VARIANT_ENV, raising=False)
+    monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
+    assert variant_lib_path(V4_FLAGS, tmp_path, "x86_64") is None  # not installed
+    folder = _stamped(tmp_path)
+    assert variant_lib_path(V4_FLAGS, tmp_path, "x86_64") == folder  # AMX flag or not
+    assert variant_lib_path(frozenset(ZEN3_FLAGS), tmp_path, "x86_64") is None
+    assert variant_lib_path(V4_FLAGS - {"avx512vl"}, tmp_path, "x86_64") is None
+    assert variant_lib_path(None, tmp_path, "x86_64") is None
+    monkeypatch.setenv(VARIANT_ENV, "portable")
+    assert variant_lib_path(V4_FLAGS, tmp_path, "x86_64") is None
+    monkeypatch.delenv(VARIANT_ENV)
+    monkeypatch.setenv("LLAMA_CPP_LIB_PATH", "/somewhere/of/the/users")
+    assert variant_lib_path(V4_FLAGS, tmp_path, "x86_64") is None
+
+
+def test_a_variant_from_another_build_is_not_loaded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(VARIANT_ENV, raising=False)
+    monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
+    folder = _stamped(tmp_path)
+    (folder / "BUILD").write_text("llama_cpp_python-0.3.1-x86-64-v4-x86_64-0123456789ab\n")
+    assert variant_lib_path(V4_FLAGS, tmp_path, "x86_64") is None

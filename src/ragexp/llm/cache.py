@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -78,6 +79,27 @@ def call_key(
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    """The cache file, in WAL mode, with its table. Processes that open a new file at the same
+    moment (a joblib sweep's jobs) can get "database is locked" at once from the switch to WAL,
+    without SQLite's busy handler waiting (seen about once in 240 openings): such an opening is
+    tried again, for up to the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(_SCHEMA)
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.01, 0.05))
+
+
 class CallCache:
     """The cache file of one folder; reads and writes per ``mode``."""
 
@@ -85,11 +107,7 @@ class CallCache:
         self.mode = mode
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / CACHE_FILE
-        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute(_SCHEMA)
+        self._db = _open(self.path)
 
     @property
     def reads(self) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound
 from ragexp.llm.base import Completion, Message
-from ragexp.llm.embedded_process import Worker
+from ragexp.llm.embedded_process import Worker, WorkerInfo
 from ragexp.llm.llama_build import VERSION
 
 BUNDLED: dict[str, tuple[str, str]] = {
@@ -121,8 +121,11 @@ class EmbeddedBackend:
 
     async def system_info(self) -> str:
         """What llama.cpp reports it was built to use (starts the worker if needed)."""
-        info = await (await self._started()).start()
-        return info.system_info
+        return (await self.worker_info()).system_info
+
+    async def worker_info(self) -> WorkerInfo:
+        """The worker's llama.cpp: its build features and which build was loaded."""
+        return await (await self._started()).start()
 
     async def chat(self, messages: Sequence[Message]) -> Completion:
         worker = await self._started()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -19,7 +20,13 @@ from typing import IO, Any
 
 from ragexp.errors import BackendError, BackendUnavailable, NativeCodeError
 from ragexp.llm.embedded_worker import PARALLEL
-from ragexp.llm.native import check_build, cpu_flags, reinstall_command
+from ragexp.llm.native import (
+    VARIANT_ENV,
+    check_build,
+    cpu_flags,
+    reinstall_command,
+    variant_lib_path,
+)
 
 STREAM_LIMIT = 1 << 24
 """Longest answer line read from the worker (bytes)."""
@@ -33,8 +40,9 @@ CRASH_SIGNALS = {
 }
 
 
-def crash_message(returncode: int, stderr_tail: str) -> str:
-    """One line for a worker that died: the signal, its likely cause, the fix."""
+def crash_message(returncode: int, stderr_tail: str, variant: str | None = None) -> str:
+    """One line for a worker that died: the signal, its likely cause, the fix (with the
+    ``variant`` build loaded, first try the portable one)."""
     if returncode < 0:
         try:
             sig = signal.Signals(-returncode)
@@ -42,6 +50,12 @@ def crash_message(returncode: int, stderr_tail: str) -> str:
             sig = None
         cause = CRASH_SIGNALS.get(sig) if sig else None
         name = sig.name if sig else f"signal {-returncode}"
+        if cause and variant:
+            return (
+                f"the embedded model's native code died with {name} ({cause}) in llama.cpp's "
+                f"{variant} build; run with the portable build: `{VARIANT_ENV}=portable`, or "
+                f"reinstall llama.cpp portable: `{reinstall_command()} --no-variants --rebuild`"
+            )
         if cause:
             return (
                 f"the embedded model's native code died with {name} ({cause}); "
@@ -57,6 +71,8 @@ class WorkerInfo:
     """What a started worker reported before loading its model."""
 
     system_info: str
+    variant: str | None = None
+    """The faster build loaded for this CPU (``x86-64-v4``), or None: the portable one."""
 
 
 class Worker:
@@ -88,6 +104,7 @@ class Worker:
         self._reader: asyncio.Task[None] | None = None
         self._last_prompt = ""
         self._died: NativeCodeError | None = None
+        self._variant: Path | None = None
 
     async def start(self) -> WorkerInfo:
         """Start the process, check llama.cpp's build against this CPU, load the model."""
@@ -95,6 +112,10 @@ class Worker:
             if self.info is not None:
                 return self.info
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+            self._variant = variant_lib_path(cpu_flags())
+            env = dict(os.environ)
+            if self._variant is not None:
+                env["LLAMA_CPP_LIB_PATH"] = str(self._variant)
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
@@ -103,6 +124,7 @@ class Worker:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=self._stderr,
                 limit=STREAM_LIMIT,
+                env=env,
             )
             try:
                 self.info = await self._load()
@@ -117,7 +139,10 @@ class Worker:
             raise BackendUnavailable(
                 f"the embedded backend needs llama-cpp-python; run `{reinstall_command()}`"
             )
-        info = WorkerInfo(system_info=str(hello.get("system_info", "")))
+        info = WorkerInfo(
+            system_info=str(hello.get("system_info", "")),
+            variant=self._variant.name if self._variant else None,
+        )
         check = check_build(info.system_info, cpu_flags())
         if not check.ok:
             raise NativeCodeError(check.problem())
@@ -201,7 +226,8 @@ class Worker:
             data: dict[str, Any] = json.loads(line)
             return data
         returncode = await self._proc.wait()
-        self._died = NativeCodeError(crash_message(returncode, self._stderr_tail()))
+        variant = self._variant.name if self._variant else None
+        self._died = NativeCodeError(crash_message(returncode, self._stderr_tail(), variant))
         raise self._died
 
     def _stderr_tail(self) -> str:

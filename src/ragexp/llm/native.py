@@ -11,12 +11,19 @@ compares what llama.cpp reports it was compiled to use with what this CPU offers
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ragexp.llm.llama_build import VARIANTS, installed_variant, runs_variant
+from ragexp.llm.llama_build import cpu_flags as cpu_flags  # read from here by ragexp's callers
+
+VARIANT_ENV = "RAGEXP_LLAMA_VARIANT"
+"""``portable`` keeps the embedded backend on the portable build on any CPU."""
 
 PORTABLE_BASELINE: dict[str, frozenset[str]] = {
     # x86-64-v3: Haswell (2013) and Excavator (2015) on; what GGML_NATIVE=OFF compiles for.
@@ -69,16 +76,20 @@ def build_features(system_info: str) -> frozenset[str]:
     return frozenset(f for f in _FEATURE_RE.findall(system_info) if f in CPUINFO_FLAG)
 
 
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
-    """This CPU's feature flags as Linux lists them; None where /proc/cpuinfo is not readable."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def variant_lib_path(
+    flags: frozenset[str] | None, prefix: Path | None = None, machine: str | None = None
+) -> Path | None:
+    """The folder of the faster llama.cpp build to load on this CPU (`llama_build.VARIANTS`), or
+    None for the portable one: when this CPU lacks a flag the variant needs, the variant is not
+    installed (or is from another build), ``RAGEXP_LLAMA_VARIANT=portable`` is set, or the user
+    points ``LLAMA_CPP_LIB_PATH`` somewhere already."""
+    if os.environ.get(VARIANT_ENV) == "portable" or "LLAMA_CPP_LIB_PATH" in os.environ:
         return None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
+    for name in VARIANTS:
+        if runs_variant(name, flags, machine):
+            folder = installed_variant(name, prefix or Path(sys.prefix))
+            if folder is not None:
+                return folder
     return None
 
 

@@ -4,7 +4,8 @@ It answers like a tiny judge-aware model and, on request, dies the way native co
 ``FAKE_LLAMA_CRASH_AT=N`` raises ``FAKE_LLAMA_SIGNAL`` (default SIGILL) in the worker process on
 the N-th chat call; ``FAKE_LLAMA_SYSTEM_INFO`` replaces the reported build features;
 ``FAKE_LLAMA_IMPORT_ERROR=1`` makes the import fail as if the package were not installed;
-``FAKE_LLAMA_DELAY_S`` makes each call take that long.
+``FAKE_LLAMA_DELAY_S`` makes each call take that long; ``FAKE_LLAMA_ECHO_LIB_PATH=1`` answers
+every call with the worker's ``LLAMA_CPP_LIB_PATH`` (the llama.cpp build it was told to load).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def llama_perf_context(ctx: Any) -> SimpleNamespace:
 
 
 def _reply(prompt: str) -> str:
+    if os.environ.get("FAKE_LLAMA_ECHO_LIB_PATH"):
+        return os.environ.get("LLAMA_CPP_LIB_PATH", "(not set)")
     if "Reply with EXACTLY one word" in prompt:
         return "YES"
     if "Reply with a single digit" in prompt:
