@@ -4,7 +4,7 @@ PY := .venv/bin/python
 .PHONY: setup run test test-fast lint format typecheck check
 
 setup:
-	python3 -m venv .venv && .venv/bin/pip install -e ".[embedded,dev]"
+	python3 -m venv .venv && $(PY) scripts/install.py  # the portable llama.cpp, see README
 
 run:
 	$(PY) -m ragexp
