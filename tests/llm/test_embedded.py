@@ -111,7 +111,7 @@ def test_a_crash_in_the_avx512_build_points_at_the_portable_one(
         "have: llama.cpp was built for another CPU) in llama.cpp's x86-64-v4 build; run with "
         "the portable build: `RAGEXP_LLAMA_VARIANT=portable`"
     )
-    assert message.endswith(f"`{reinstall_command()} --no-variants --rebuild`")
+    assert message.endswith(f"remove that build: `{reinstall_command()} --no-variants`")
 
 
 def test_the_worker_is_told_to_load_the_avx512_build_where_it_applies(

@@ -54,7 +54,7 @@ def crash_message(returncode: int, stderr_tail: str, variant: str | None = None)
             return (
                 f"the embedded model's native code died with {name} ({cause}) in llama.cpp's "
                 f"{variant} build; run with the portable build: `{VARIANT_ENV}=portable`, or "
-                f"reinstall llama.cpp portable: `{reinstall_command()} --no-variants --rebuild`"
+                f"remove that build: `{reinstall_command()} --no-variants`"
             )
         if cause:
             return (
