@@ -112,7 +112,8 @@ class Worker:
             if self.info is not None:
                 return self.info
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
-            self._variant = variant_lib_path(cpu_flags())
+            flags = cpu_flags()  # read once: which build to load, then whether it can run
+            self._variant = variant_lib_path(flags)
             env = dict(os.environ)
             if self._variant is not None:
                 env["LLAMA_CPP_LIB_PATH"] = str(self._variant)
@@ -127,13 +128,13 @@ class Worker:
                 env=env,
             )
             try:
-                self.info = await self._load()
+                self.info = await self._load(flags)
             except BaseException:
                 await self.stop()
                 raise
             return self.info
 
-    async def _load(self) -> WorkerInfo:
+    async def _load(self, flags: frozenset[str] | None) -> WorkerInfo:
         hello = await self._read()
         if hello.get("missing"):
             raise BackendUnavailable(
@@ -143,7 +144,7 @@ class Worker:
             system_info=str(hello.get("system_info", "")),
             variant=self._variant.name if self._variant else None,
         )
-        check = check_build(info.system_info, cpu_flags())
+        check = check_build(info.system_info, flags)
         if not check.ok:
             raise NativeCodeError(check.problem())
         self._send(
