@@ -18,7 +18,7 @@ from pathlib import Path
 from ragexp.comparison import ALPHA, CONFIDENCE, MetricComparison, compare_cases
 from ragexp.errors import ConfigError, RagexpError, first_line
 from ragexp.outputs import CASES_FILE, CONFIG_FILE, SUMMARY_FILE
-from ragexp.provenance import MetricSource, differences
+from ragexp.provenance import MetricSource, case_version_differences, differences
 from ragexp.results import CaseResult
 
 SHOWN_IN_TERMINAL = 5
@@ -50,7 +50,7 @@ def compare_command(argv: Sequence[str]) -> int:
     name_b = args.b + (SELF_JUDGE if self_judged(path_b.parent) else "")
     compared = [c.metric for c in comparisons]
     unlike = differences(sources(path_a), sources(path_b), compared)
-    unlike += version_differences(cases_a, cases_b, compared) if not unlike else []
+    unlike += case_version_differences(cases_a, cases_b, compared) if not unlike else []
     if args.format == "json":
         data = {**to_json(name_a, name_b, comparisons), "not_scored_alike": unlike}
         print(json.dumps(data, indent=2))
@@ -69,22 +69,6 @@ def sources(cases_path: Path) -> dict[str, MetricSource]:
         return {k: MetricSource.model_validate(v) for k, v in data.get("sources", {}).items()}
     except (OSError, ValueError, AttributeError):
         return {}
-
-
-def version_differences(
-    a: Sequence[CaseResult], b: Sequence[CaseResult], metrics: Sequence[str]
-) -> list[str]:
-    """Metric versions that differ between the runs' cases (what cases.jsonl alone records)."""
-    lines = []
-    for name in metrics:
-        seen_a = {c.metrics[name].metric_version for c in a if name in c.metrics}
-        seen_b = {c.metrics[name].metric_version for c in b if name in c.metrics}
-        if seen_a != seen_b:
-            lines.append(
-                f"{name} was not scored the same way in A and B: metric version "
-                f"{', '.join(sorted(seen_a))} vs {', '.join(sorted(seen_b))}"
-            )
-    return lines
 
 
 def noise_notes(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from ragexp.plugins import Registry
+    from ragexp.results import CaseResult
 
 
 class MetricSource(BaseModel):
@@ -79,5 +80,23 @@ def differences(
         if old.options != new.options:
             changed.append(f"options {old.options} vs {new.options}")
         if changed:
-            lines.append(f"{name} was not scored the same way in A and B: {'; '.join(changed)}")
+            lines.append(_not_alike(name, changed))
     return lines
+
+
+def case_version_differences(
+    a: Sequence[CaseResult], b: Sequence[CaseResult], metrics: Sequence[str]
+) -> list[str]:
+    """`differences` from what cases.jsonl alone records: each result's metric version."""
+    lines = []
+    for name in metrics:
+        seen_a = {c.metrics[name].metric_version for c in a if name in c.metrics}
+        seen_b = {c.metrics[name].metric_version for c in b if name in c.metrics}
+        if seen_a != seen_b:
+            versions = f"metric version {', '.join(sorted(seen_a))} vs {', '.join(sorted(seen_b))}"
+            lines.append(_not_alike(name, [versions]))
+    return lines
+
+
+def _not_alike(name: str, changed: Sequence[str]) -> str:
+    return f"{name} was not scored the same way in A and B: {'; '.join(changed)}"
