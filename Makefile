@@ -18,6 +18,7 @@ test-fast:  ## skips the real llama.cpp model
 lint:
 	$(PY) -m ruff check src tests
 	$(PY) -m ruff format --check src tests
+	.venv/bin/lint-imports
 
 format:
 	$(PY) -m ruff format src tests

@@ -14,7 +14,11 @@ b) with L = 0: cases/s through the whole pipeline divided by the rate of a bare 
 c) a re-run of (a)'s config: calls made and wall time as a share of the first run;
 d) a two-judge sweep (``-m judge.model=A,B``): generation calls made;
 e) wall time and peak RSS from 100 to 2,000 cases, MLflow on (traces and assessments included);
-f) MLflow's share: (a)'s run with ``tracking.enabled=true`` against ``false``.
+f) MLflow's share: (a)'s run with ``tracking.enabled=true`` against ``false``;
+g) MLflow's cost per case, wall and CPU (every process of the run: the job, its tracking process),
+   on a fast server: N cases at L = 20 ms, concurrency 8, into an existing store, tracking on
+   against off, the two interleaved R times (medians);
+h) scale at L = 0 with MLflow on: cases/s at 10,000 cases against 1,000, and peak RSS.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class Run:
     generations: int
     """Of those, the ones for the generator model."""
     peak_rss_mb: float
+    cpu_s: float = 0.0
+    """User + system CPU of the process and every child it waited for (its tracking process)."""
 
 
 def ragexp(
@@ -115,6 +121,7 @@ def ragexp(
         chat_calls=len(chats),
         generations=sum(1 for body in chats if body.get("model") == GENERATOR),
         peak_rss_mb=usage.ru_maxrss / 1024,
+        cpu_s=usage.ru_utime + usage.ru_stime,
     )
 
 
@@ -217,6 +224,49 @@ def figure_e(
     return lines
 
 
+def figure_g(root: Path, n: int, repeats: int) -> list[str]:
+    """Tracking on against off, interleaved, at L = 20 ms and concurrency 8 (see the docstring)."""
+    import statistics
+
+    pairs = []
+    with server(0.02, 8) as fake:
+        ragexp(fake, root / "g-warm", n, tracking=True, concurrency=8)  # store and cache warm
+        for r in range(repeats):
+            off = ragexp(fake, root / f"g-off-{r}", n, concurrency=8)
+            on = ragexp(fake, root / f"g-on-{r}", n, tracking=True, concurrency=8)
+            pairs.append((off, on))
+    wall = [1000 * (on.exit_s - off.exit_s) / n for off, on in pairs]
+    cpu = [1000 * (on.cpu_s - off.cpu_s) / n for off, on in pairs]
+    offs = [off for off, _ in pairs]
+    ons = [on for _, on in pairs]
+    return [
+        f"g) {n} cases, L = 20 ms, concurrency 8, existing store, {repeats} interleaved pairs: "
+        f"tracking off {statistics.median(r.exit_s for r in offs):.2f} s start to exit, "
+        f"{statistics.median(r.cpu_s for r in offs):.2f} s CPU; on "
+        f"{statistics.median(r.exit_s for r in ons):.2f} s, "
+        f"{statistics.median(r.cpu_s for r in ons):.2f} s CPU",
+        f"g) MLflow per case: +{statistics.median(wall):.1f} ms wall (pairs "
+        f"{', '.join(f'{w:.1f}' for w in wall)}; target <= 5), +{statistics.median(cpu):.1f} ms "
+        f"CPU (pairs {', '.join(f'{c:.1f}' for c in cpu)}; target <= 5)",
+    ]
+
+
+def figure_h(root: Path, small: int, large: int) -> list[str]:
+    """Cases per second at L = 0 with MLflow on, small against large (see the docstring)."""
+    runs = []
+    with server(0.0, 4) as fake:
+        for size in (small, large):
+            runs.append(ragexp(fake, root / f"h-{size}", size, tracking=True))
+    (a, b) = runs
+    rate_a, rate_b = small / a.exit_s, large / b.exit_s
+    return [
+        f"h) L = 0, MLflow on: {small:,} cases {rate_a:.1f} cases/s ({a.exit_s:.1f} s, peak RSS "
+        f"{a.peak_rss_mb:.0f} MB); {large:,} cases {rate_b:.1f} cases/s ({b.exit_s:.1f} s, peak "
+        f"RSS {b.peak_rss_mb:.0f} MB): ratio {rate_b / rate_a:.2f} (target >= 0.90); "
+        f"{1000 * (b.peak_rss_mb - a.peak_rss_mb) / (large - small):.1f} MB per 1,000 cases"
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -226,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="L, seconds per request")
     parser.add_argument("--capacity", type=int, default=4, help="P, requests served at once")
     parser.add_argument("--concurrency", type=int, help="generator/judge concurrency (default: P)")
-    parser.add_argument("--figures", default="abcdef", help="which figures to measure")
+    parser.add_argument("--figures", default="abcdef", help="which figures to measure (a-h)")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved pairs for (g)")
+    parser.add_argument("--scale", default="1000,10000", help="the two case counts of (h)")
     parser.add_argument("--tiny", action="store_true", help="6 cases, sizes 4 and 8, L = 10 ms")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args(argv)
@@ -244,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             "b": lambda: figure_b(root, args.cases, concurrency),
             "d": lambda: figure_d(root, args.cases, args.latency, args.capacity, concurrency),
             "e": lambda: figure_e(root, sizes, args.latency, args.capacity, concurrency),
+            "g": lambda: figure_g(root, args.cases, args.repeats),
+            "h": lambda: figure_h(root, *[int(x) for x in args.scale.split(",")]),
         }
         wanted = set(args.figures) | {"store"} | ({"a"} if set(args.figures) & set("cf") else set())
         for key, step in steps.items():

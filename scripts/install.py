@@ -3,7 +3,7 @@
     .venv/bin/python scripts/install.py
 
 1. llama-cpp-python built portable into ragexp's own wheelhouse, unless that wheel is already
-   installed (see ``src/ragexp/llm/llama_build.py`` for why pip's own cache is not used), and on
+   installed (see ``src/ragexp/llm/embedded/build.py`` for why pip's own cache is not used), and on
    a CPU with AVX-512 its x86-64-v4 build beside it, loaded at run time on such CPUs only;
 2. ``pip install -e ".[embedded,dev]"`` from the repo root.
 
@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _llama_build():  # type: ignore[no-untyped-def]
-    """Load llama_build.py by path: importing the ragexp package needs its dependencies."""
-    path = REPO / "src" / "ragexp" / "llm" / "llama_build.py"
+    """Load llm/embedded/build.py by path: importing the ragexp package needs its dependencies."""
+    path = REPO / "src" / "ragexp" / "llm" / "embedded" / "build.py"
     spec = importlib.util.spec_from_file_location("ragexp_llama_build", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -5,13 +5,34 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.ollama_server import FakeOllama
+
+OLLAMA_MODELS = {"llama3.2:3b": {}, "qwen2.5:7b": {}, "nomic-embed-text": {"embedding": True}}
+"""What `serve_ollama` (and the `ollama` fixture) serves: `llm=ollama`'s model (llama3.2:3b, which
+generates and judges), the usual judge (qwen2.5:7b) and an embedding model for dense retrieval."""
+
+
+MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")
+"""Where MLflow logs when the config does not say: a run gets them only when a test gives them
+(MLflow's own ``set_tracking_uri`` exports the first in the test process)."""
+
+
+def base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ragexp process a test starts: this one's, no site plugins, none of
+    MLflow's store variables unless ``env`` gives them, then ``env``."""
+    inherited = {k: v for k, v in os.environ.items() if k not in MLFLOW_ENV}
+    return {**inherited, "RAGEXP_LOAD_PLUGINS": "", **(env or {})}
 
 
 def run_ragexp(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "RAGEXP_LOAD_PLUGINS": "", **(env or {})}
+    full_env = base_env(env)
     return subprocess.run(
         [sys.executable, "-m", "ragexp", *args],
         cwd=cwd,
@@ -22,10 +43,53 @@ def run_ragexp(
     )
 
 
+@dataclass(frozen=True)
+class OllamaRun:
+    """`python -m ragexp` in ``cwd`` against ``server``, a `FakeOllama` (OLLAMA_HOST points at
+    it); the server stays reachable for what a test injects or reads (``fail_next``,
+    ``responder``, ``delay_s``, ``requests``)."""
+
+    server: FakeOllama
+    cwd: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment that points a run at the server, for a process a test starts itself."""
+        return {"OLLAMA_HOST": self.server.url}
+
+    def ragexp(
+        self,
+        *args: str,
+        expect: int | None = 0,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 600,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``python -m ragexp *args`` (``env`` added to the environment) and check that it
+        ended with exit code ``expect`` and printed no traceback, its stderr (and stdout) in the
+        message; ``expect=None``: no check, the test looks at the result itself."""
+        result = run_ragexp(*args, cwd=self.cwd, env={**self.env, **(env or {})}, timeout=timeout)
+        if expect is not None:
+            assert result.returncode == expect, result.stderr + result.stdout
+            assert "Traceback" not in result.stdout + result.stderr, result.stderr + result.stdout
+        return result
+
+
+@contextmanager
+def serve_ollama(cwd: Path) -> Iterator[OllamaRun]:
+    """A `FakeOllama` serving `OLLAMA_MODELS` for as long as the block runs, and runs in ``cwd``
+    against it; the `ollama` fixture is this for one test (a module-scoped fixture uses it
+    directly)."""
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        yield OllamaRun(server, cwd)
+
+
 def mlflow_runs(cwd: Path, experiment: str = "ragexp") -> list:  # type: ignore[type-arg]
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{cwd / 'mlflow.db'}")
+    # set_tracking_uri also exports $MLFLOW_TRACKING_URI, which every run started later in this
+    # process would inherit (and ragexp honours): keep it to this process's own MLflow calls.
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
     return list(mlflow.search_runs(experiment_names=[experiment], output_format="list"))
 
 
@@ -44,7 +108,7 @@ def interrupt_after_cases(
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragexp", *args, f"hydra.run.dir={run_dir}"],
         cwd=cwd,
-        env={**os.environ, "RAGEXP_LOAD_PLUGINS": "", **(env or {})},
+        env=base_env(env),
         stderr=subprocess.PIPE,
         text=True,
     )

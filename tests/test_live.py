@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragexp.config import ollama_host_url
+from ragexp.config.llm import ollama_host_url
 from tests.cli_run import run_ragexp
 
 pytestmark = pytest.mark.live

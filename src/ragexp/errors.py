@@ -10,16 +10,28 @@ Hierarchy::
     ├── RunFailed                too many cases failed, or all of them (every output was written)
     ├── BackendError             an LLM backend call failed
     │   ├── BackendUnavailable   server unreachable, or a dependency is not installed
-    │   ├── ServerGone           case after case could not reach the server: the run stops
+    │   │   └── ServerGone       case after case could not reach the server: the run stops
     │   ├── ModelNotFound        the server does not have the model (``ollama pull <model>``)
     │   └── NativeCodeError      the embedded model's native code died or cannot run on this CPU
     │                            (exit code 3; the run stops, finished cases are kept)
     └── MetricError              a metric could not score one case (recorded on the case)
 
-Anything else that escapes is a bug in ragexp and keeps its traceback.
+    KeyboardInterrupt
+    └── Interrupted              a signal stopped the run (Ctrl-C, SIGTERM); exit code 128 + signal,
+                                 every finished case was written
+
+    UserWarning
+    └── RagexpWarning            something a user should know that does not stop a run
+
+Anything else that escapes is a bug in ragexp and keeps its traceback. `fail` prints one error as
+the command line shows it (``ragexp: error: ...``) and exits with its code.
 """
 
 from __future__ import annotations
+
+import signal
+import sys
+from typing import NoReturn
 
 
 class RagexpError(Exception):
@@ -101,3 +113,17 @@ class RagexpWarning(UserWarning):
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (a library's may run to pages), or its type."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; ``exit_code`` is the shell's 128 + signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+def fail(exc: RagexpError) -> NoReturn:
+    """Print the one-line error and exit with its code."""
+    print(f"ragexp: error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragexp.config import RunConfig
-from ragexp.results import CaseResult
-from ragexp.stats import Summary
+from ragexp.config.schema import RunConfig
+from ragexp.results.case import CaseResult
+from ragexp.results.summary import Summary
 
 
 @dataclass(frozen=True)

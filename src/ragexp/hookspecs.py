@@ -3,7 +3,7 @@
 Implement a hook with a plain ``def`` named after it, decorated with ``@hookimpl`` (``from ragexp
 import hookimpl``), taking some or all of the spec's arguments by name. Hooks are called
 synchronously; an ``async def`` hook, an unmarked ``ragexp_*`` function, an unknown hook name or
-argument is refused when the plugin loads (`ragexp.plugin_checks`).
+argument is refused when the plugin loads (`ragexp.plugins.checks`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pluggy import HookimplMarker, HookspecMarker
 
 if TYPE_CHECKING:
     from ragexp.events import CaseEnd, RunEnd, RunStart
-    from ragexp.llm.base import BackendSpec
-    from ragexp.metrics import Metric
+    from ragexp.llm.interface import BackendSpec
+    from ragexp.metrics.interface import Metric
     from ragexp.retrieval.base import RetrieverSpec
 
 hookspec = HookspecMarker("ragexp")
@@ -28,7 +28,8 @@ def ragexp_register_metrics(register: Callable[[Metric], None]) -> None:
     """Called once when the plugin manager loads; call ``register(metric)`` for each metric.
 
     A metric is any object with ``name``, ``version``, ``needs_judge`` and an async
-    ``score(sample, judge, options)`` (see ``ragexp.metrics.Metric``). Returns nothing.
+    ``score(sample, judge, options)`` (see ``ragexp.Metric``), and optionally the capabilities that
+    ``ragexp.Metric`` lists. Returns nothing.
     """
 
 

@@ -9,9 +9,9 @@
     assert (result.score, result.label) == (1.0, "YES")
 
 `run_metric` applies ragexp's own rules, so a test sees what a run would record: the metric is
-checked as at load time (`ragexp.plugin_checks.check_metric`, `PluginError`); its options are
+checked as at load time (`ragexp.plugins.checks.check_metric`, `PluginError`); its options are
 resolved as a run resolves ``metric_options.<name>`` (`ConfigError`, the same one line); each
-result is checked by `ragexp.scoring.score_sample` (an exception, a result that is not a
+result is checked by `ragexp.metrics.scoring.score_sample` (an exception, a result that is not a
 `MetricResult`, a score outside [0, 1] or not finite becomes ``error`` on that result, naming the
 plugin).
 """
@@ -22,10 +22,10 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
-from ragexp.metrics import Metric, Sample, resolve_options
-from ragexp.plugin_checks import check_metric
-from ragexp.results import MetricResult, RetrievedChunk
-from ragexp.scoring import score_sample
+from ragexp.metrics.interface import Metric, Sample, resolve_options
+from ragexp.metrics.scoring import score_sample
+from ragexp.plugins.checks import check_metric
+from ragexp.results.case import MetricResult, RetrievedChunk
 
 __all__ = ["FakeJudge", "JudgeScriptExhausted", "Reply", "arun_metric", "make_sample", "run_metric"]
 

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli_run import interrupt_after_cases, run_ragexp
-from tests.ollama_server import FakeOllama
 
-from ragexp.llm.base import Completion
 from ragexp.llm.cache import CallCache, call_key
+from ragexp.llm.interface import Completion
+from tests.cli_run import OllamaRun, interrupt_after_cases, run_ragexp
 
 BASE: dict[str, Any] = {
     "backend": "ollama",
@@ -82,7 +81,7 @@ def test_modes(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from ragexp.llm.base import Completion
+from ragexp.llm.interface import Completion
 from ragexp.llm.cache import CallCache
 cache = CallCache(Path(sys.argv[1]))
 me, other = sys.argv[2], sys.argv[3]
@@ -111,69 +110,71 @@ def test_two_processes_write_and_read_at_once(tmp_path: Path) -> None:
     assert all(cache.get(f"{w}-{i}") is not None for w in "ab" for i in range(300))
 
 
-def _run(cwd: Path, server: FakeOllama, *overrides: str) -> dict[str, Any]:
-    result = run_ragexp(
+def _run(ollama: OllamaRun, *overrides: str) -> dict[str, Any]:
+    result = ollama.ragexp(
         "llm=ollama",
         "dataset.limit=4",
         "tracking.enabled=false",
         "hydra.run.dir=outputs/${now:%H-%M-%S-%f}",
         *overrides,
-        cwd=cwd,
-        env={"OLLAMA_HOST": server.url},
     )
-    assert result.returncode == 0, result.stderr
-    [summary_path] = sorted(cwd.glob("outputs/*/summary.json"), key=lambda p: p.stat().st_mtime)[
-        -1:
-    ]
+    summaries = ollama.cwd.glob("outputs/*/summary.json")
+    [summary_path] = sorted(summaries, key=lambda p: p.stat().st_mtime)[-1:]
     return {"stderr": result.stderr, "summary": json.loads(summary_path.read_text())}
 
 
-def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(tmp_path: Path) -> None:
-    with FakeOllama(models=["llama3.2:3b", "qwen2.5:7b"]) as server:
-        first = _run(tmp_path, server)
-        assert len(server.requests_to("/api/chat")) == 4 * 3
-        server.clear_requests()
+def test_rerun_makes_no_call_and_a_judge_change_reuses_every_answer(ollama: OllamaRun) -> None:
+    server = ollama.server
+    first = _run(ollama)
+    assert len(server.requests_to("/api/chat")) == 4 * 3
+    server.clear_requests()
 
-        again = _run(tmp_path, server)
-        assert server.requests_to("/api/chat") == []
-        assert "(0 LLM calls, 12 from cache)" in again["stderr"]
-        assert again["summary"]["calls"] == {
-            "generate": {"made": 0, "cached": 4, "retries": 0},
-            "judge:answer_relevance": {"made": 0, "cached": 4, "retries": 0},
-            "judge:faithfulness": {"made": 0, "cached": 4, "retries": 0},
-        }
-        assert again["summary"]["metrics"] == first["summary"]["metrics"]
+    again = _run(ollama)
+    assert server.requests_to("/api/chat") == []
+    assert "(0 LLM calls, 12 from cache)" in again["stderr"]
+    counts = {
+        role: (c["made"], c["cached"], c["retries"])
+        for role, c in again["summary"]["calls"].items()
+    }
+    assert counts == {
+        "generate": (0, 4, 0),
+        "judge:answer_relevance": (0, 4, 0),
+        "judge:faithfulness": (0, 4, 0),
+    }
+    # a cached call's tokens still count (they are the tokens behind the answer); none took time
+    first_tokens = {role: c["tokens_in"] for role, c in first["summary"]["calls"].items()}
+    assert {role: c["tokens_in"] for role, c in again["summary"]["calls"].items()} == first_tokens
+    assert all(c["latency_p50_s"] is None for c in again["summary"]["calls"].values())
+    assert again["summary"]["metrics"] == first["summary"]["metrics"]
 
-        other_judge = _run(tmp_path, server, "judge.model=qwen2.5:7b")
-        chats = server.requests_to("/api/chat")
-        assert {r.body["model"] for r in chats} == {"qwen2.5:7b"}  # no generation repeated
-        assert len(chats) == 4 * 2
-        assert other_judge["summary"]["calls"]["generate"] == {
-            "made": 0,
-            "cached": 4,
-            "retries": 0,
-        }
-        server.clear_requests()
+    other_judge = _run(ollama, "judge.model=qwen2.5:7b")
+    chats = server.requests_to("/api/chat")
+    assert {r.body["model"] for r in chats} == {"qwen2.5:7b"}  # no generation repeated
+    assert len(chats) == 4 * 2
+    generate = other_judge["summary"]["calls"]["generate"]
+    assert (generate["made"], generate["cached"], generate["retries"]) == (0, 4, 0)
+    server.clear_requests()
 
-        _run(tmp_path, server, "cache.mode=off")
-        assert len(server.requests_to("/api/chat")) == 4 * 3
+    _run(ollama, "cache.mode=off")
+    assert len(server.requests_to("/api/chat")) == 4 * 3
 
 
-def test_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path) -> None:
-    with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
-        first = interrupt_after_cases(
-            2,
-            "llm=ollama",
-            "tracking.enabled=false",
-            cwd=tmp_path,
-            run_dir="outputs/first",
-            env={"OLLAMA_HOST": server.url},
-        )
-        assert first.returncode == 130
-        made_first = len(server.requests_to("/api/chat"))
-        assert 0 < made_first < 24 * 3
-        server.clear_requests()
-        resumed = _run(tmp_path, server, "dataset.limit=null")
+def test_interrupted_run_resumes_with_only_the_missing_calls(ollama: OllamaRun) -> None:
+    server = ollama.server
+    server.delay_s = 0.3
+    first = interrupt_after_cases(
+        2,
+        "llm=ollama",
+        "tracking.enabled=false",
+        cwd=ollama.cwd,
+        run_dir="outputs/first",
+        env=ollama.env,
+    )
+    assert first.returncode == 130
+    made_first = len(server.requests_to("/api/chat"))
+    assert 0 < made_first < 24 * 3
+    server.clear_requests()
+    resumed = _run(ollama, "dataset.limit=null")
     assert len(server.requests_to("/api/chat")) == 24 * 3 - made_first
     cached = sum(c["cached"] for c in resumed["summary"]["calls"].values())
     assert cached == made_first
@@ -207,20 +208,20 @@ def test_cache_info_and_prune_commands(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "prune needs --older-than" in bad.stderr
 
 
-def test_a_top_k_change_embeds_nothing_again(tmp_path: Path) -> None:
+def test_a_top_k_change_embeds_nothing_again(ollama: OllamaRun) -> None:
     """Dense retrieval: each text's embedding is cached, corpus and questions alike."""
-    with FakeOllama(models=["llama3.2:3b", "nomic-embed-text"]) as server:
-        _run(tmp_path, server, "retriever=dense", "retriever.top_k=3")
-        embedded_texts = sum(len(r.body["input"]) for r in server.requests_to("/api/embed"))
-        assert embedded_texts > 4  # the corpus' chunks and the 4 questions
-        server.clear_requests()
-        second = _run(tmp_path, server, "retriever=dense", "retriever.top_k=5")
-        assert server.requests_to("/api/embed") == []
-        # new retrieved context, so new generations and judgements
-        assert second["summary"]["calls"]["generate"]["made"] == 4
-        server.clear_requests()
-        _run(tmp_path, server, "retriever=dense", "retriever.chunk_size=30")
-        assert server.requests_to("/api/embed")  # other chunks: embedded anew
+    server = ollama.server
+    _run(ollama, "retriever=dense", "retriever.top_k=3")
+    embedded_texts = sum(len(r.body["input"]) for r in server.requests_to("/api/embed"))
+    assert embedded_texts > 4  # the corpus' chunks and the 4 questions
+    server.clear_requests()
+    second = _run(ollama, "retriever=dense", "retriever.top_k=5")
+    assert server.requests_to("/api/embed") == []
+    # new retrieved context, so new generations and judgements
+    assert second["summary"]["calls"]["generate"]["made"] == 4
+    server.clear_requests()
+    _run(ollama, "retriever=dense", "retriever.chunk_size=30")
+    assert server.requests_to("/api/embed")  # other chunks: embedded anew
 
 
 def test_a_new_file_locked_at_once_by_another_opener_is_opened_again(

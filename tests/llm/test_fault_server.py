@@ -11,15 +11,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from tests.backend_run import run
-from tests.fault_server import DROPS, FAULTS, FaultyOllama
 
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable
-from ragexp.llm.base import Completion, Endpoint
+from ragexp.llm.endpoint import Endpoint
 from ragexp.llm.http import JSONClient
+from ragexp.llm.interface import Completion
 from ragexp.llm.ollama import OllamaBackend
 from ragexp.llm.retry import RetryPolicy
+from tests.backend_run import run
+from tests.fault_server import DROPS, FAULTS, FaultyOllama
 
 MODEL = "llama3.2:3b"
 

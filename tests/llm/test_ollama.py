@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.backend_run import run
 
-from ragexp.config import DEFAULT_OLLAMA_URL, LLMConfig, ollama_host_url
+from ragexp.config import LLMConfig
+from ragexp.config.llm import DEFAULT_OLLAMA_URL, ollama_host_url
 from ragexp.errors import (
     BackendError,
     BackendUnavailable,
@@ -19,8 +19,9 @@ from ragexp.errors import (
     RagexpError,
     RagexpWarning,
 )
-from ragexp.llm.base import Completion
+from ragexp.llm.interface import Completion
 from ragexp.llm.ollama import OllamaBackend
+from tests.backend_run import run
 
 URL = "http://ollama.test:11434"
 DIGEST = "a" * 64

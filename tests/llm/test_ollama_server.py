@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.backend_run import run
-from tests.ollama_server import EMBED_DIM, FakeOllama, default_responder, hashed_embedding
 
 from ragexp.config import LLMConfig
-from ragexp.default_plugins.answer_relevance import PROMPT as RELEVANCE_PROMPT
-from ragexp.default_plugins.faithfulness import PROMPT as FAITHFULNESS_PROMPT
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound, RagexpWarning
 from ragexp.llm.ollama import OllamaBackend
+from ragexp.plugins.builtin.answer_relevance import PROMPT as RELEVANCE_PROMPT
+from ragexp.plugins.builtin.faithfulness import PROMPT as FAITHFULNESS_PROMPT
+from tests.backend_run import run
+from tests.ollama_server import EMBED_DIM, FakeOllama, default_responder, hashed_embedding
 
 MODELS: dict[str, dict[str, Any] | None] = {
     "qwen2.5:7b": {"family": "qwen2", "parameter_size": "7.6B"},

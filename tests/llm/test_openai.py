@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.backend_run import run
 
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ConfigError, ModelNotFound
 from ragexp.llm.openai import OpenAIBackend
+from tests.backend_run import run
 
 URL = "http://vllm.test:8000/v1"
 SECRET = "sk-test-0123456789abcdef-SECRET"

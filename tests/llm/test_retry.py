@@ -13,17 +13,18 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.backend_run import run
-from tests.llm.test_ollama import URL, Handler, make
 
 import ragexp.llm.retry
 from ragexp.config import LLMConfig
 from ragexp.errors import BackendError, BackendUnavailable, ModelNotFound
-from ragexp.llm.base import Completion, Endpoint
 from ragexp.llm.cache import CallCache
+from ragexp.llm.endpoint import Endpoint
+from ragexp.llm.interface import Completion
 from ragexp.llm.ollama import OllamaBackend
 from ragexp.llm.openai import OpenAIBackend
 from ragexp.llm.retry import MAX_BACKOFF_S, RetryPolicy, pause, slot
+from tests.backend_run import run
+from tests.llm.test_ollama import URL, Handler, make
 
 CHAT = f"{URL}/api/chat"
 USER = [{"role": "user", "content": "When does the park open?"}]

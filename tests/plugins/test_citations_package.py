@@ -12,18 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli_run import mlflow_runs, run_ragexp
-from tests.ollama_server import (
-    DEFAULT_REPLY,
-    FAITHFULNESS_MARK,
-    RELEVANCE_MARK,
-    FakeOllama,
-    default_responder,
-)
+
+from tests.cli_run import OllamaRun, mlflow_runs, run_ragexp, serve_ollama
+from tests.ollama_server import DEFAULT_REPLY, FAITHFULNESS_MARK, RELEVANCE_MARK, default_responder
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "plugins" / "ragexp-citations"
-MODELS = ["llama3.2:3b", "qwen2.5:7b"]
 METRICS = "metrics=[faithfulness,answer_relevance,citation_accuracy]"
 BASE_ARGS = ("generator.model=llama3.2:3b", "judge.model=qwen2.5:7b", "prompt=cite")
 BOGUS = "nope.md"
@@ -81,21 +75,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cited_run(site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
     cwd = tmp_path_factory.mktemp("cited_run")
-    with FakeOllama(models=MODELS, responder=citing_responder) as server:
-        result = run_ragexp(
+    with serve_ollama(cwd) as ollama:
+        ollama.server.responder = citing_responder
+        result = ollama.ragexp(
             *BASE_ARGS,
             "dataset.limit=3",
             METRICS,
             "hydra.run.dir=outputs/run",
-            cwd=cwd,
-            env={
-                "OLLAMA_HOST": server.url,
-                "PYTHONPATH": str(site),
-                "RAGEXP_LOAD_PLUGINS": "citations",
-            },
+            env={"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": "citations"},
         )
-        chats = len(server.requests_to("/api/chat"))
-    assert result.returncode == 0, result.stderr
+        chats = len(ollama.server.requests_to("/api/chat"))
     return cwd, result.stderr, chats
 
 
@@ -127,7 +116,10 @@ def test_summary_and_report(cited_run: tuple[Path, str, int]) -> None:
     assert citations["mean"] == 0.5 and citations["n"] == 3
     assert citations["label_counts"] == {"some_invalid": 3} and citations["errors"] == 0
     report = (cwd / "outputs/run/report.md").read_text()
-    assert "| citation_accuracy | 0.500 | 0.125 – 0.875 | 3 | some_invalid: 3 | 0 | 0 |" in report
+    assert (
+        "| citation_accuracy | 0.500 | 0.125 – 0.875 | 3 | 3 (1.00) | some_invalid: 3 | 0 | 0 |"
+        in report
+    )
     assert "citation_accuracy=some_invalid" in stderr
 
 
@@ -138,7 +130,7 @@ def test_mlflow_run_has_the_metric(cited_run: tuple[Path, str, int]) -> None:
     assert run.data.metrics["citation_accuracy/rate_some_invalid"] == 1.0
 
 
-def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
+def test_options_reach_the_plugin(site: Path, ollama: OllamaRun) -> None:
     """require_citations turns an uncited answer into 0.0; an unknown option is refused before
     any case, with one line naming the key. The plugin is allowed by its distribution name."""
     env = {"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": "ragexp-citations"}
@@ -148,25 +140,23 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
         "metrics=[citation_accuracy]",
         "tracking.enabled=false",
     )
-    with FakeOllama(models=MODELS, responder=uncited_responder) as server:
-        env["OLLAMA_HOST"] = server.url
-        required = run_ragexp(
-            *common,
-            "metric_options.citation_accuracy.require_citations=true",
-            "hydra.run.dir=outputs/required",
-            cwd=tmp_path,
-            env=env,
-        )
-        chats_before = len(server.requests_to("/api/chat"))
-        bogus = run_ragexp(
-            *common,
-            "metric_options.citation_accuracy.strict=true",
-            "hydra.run.dir=outputs/bogus",
-            cwd=tmp_path,
-            env=env,
-        )
-        chats_after = len(server.requests_to("/api/chat"))
-    assert required.returncode == 0, required.stderr
+    tmp_path, server = ollama.cwd, ollama.server
+    server.responder = uncited_responder
+    ollama.ragexp(
+        *common,
+        "metric_options.citation_accuracy.require_citations=true",
+        "hydra.run.dir=outputs/required",
+        env=env,
+    )
+    chats_before = len(server.requests_to("/api/chat"))
+    bogus = ollama.ragexp(
+        *common,
+        "metric_options.citation_accuracy.strict=true",
+        "hydra.run.dir=outputs/bogus",
+        expect=None,  # checked below, after the first run's case
+        env=env,
+    )
+    chats_after = len(server.requests_to("/api/chat"))
     [case] = map(json.loads, (tmp_path / "outputs/required/cases.jsonl").read_text().splitlines())
     result = case["metrics"]["citation_accuracy"]
     assert (result["score"], result["label"], result["error"]) == (0.0, "no_citations", None)
@@ -180,17 +170,15 @@ def test_options_reach_the_plugin(site: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "outputs/bogus/cases.jsonl").exists()
 
 
-def test_not_loaded_is_one_line_and_exit_2(site: Path, tmp_path: Path) -> None:
-    with FakeOllama(models=MODELS) as server:
-        result = run_ragexp(
-            *BASE_ARGS,
-            "dataset.limit=1",
-            METRICS,
-            cwd=tmp_path,
-            env={"OLLAMA_HOST": server.url, "PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": ""},
-        )
-        chats = server.requests_to("/api/chat")
-    assert result.returncode == 2, result.stderr
+def test_not_loaded_is_one_line_and_exit_2(site: Path, ollama: OllamaRun) -> None:
+    result = ollama.ragexp(
+        *BASE_ARGS,
+        "dataset.limit=1",
+        METRICS,
+        expect=2,  # and no traceback
+        env={"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": ""},
+    )
+    chats = ollama.server.requests_to("/api/chat")
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "citation_accuracy" in lines[0], result.stderr
     assert not chats

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from ragexp.chunking import Chunk, chunk_text
-from ragexp.dataset import bundled_data_dir, load_cases, load_corpus
+from ragexp.config.hydra import bundled_data_dir
+from ragexp.data.chunking import Chunk, chunk_text
+from ragexp.data.dataset import load_cases, load_corpus
 from ragexp.results import RetrievedChunk
 from ragexp.retrieval.bm25 import BM25Retriever
 

@@ -9,14 +9,14 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
-from tests.ollama_server import FakeOllama, hashed_embedding
 
-from ragexp.chunking import Chunk
 from ragexp.config import EmbedderConfig, RetrieverConfig
-from ragexp.llm.base import Endpoint
+from ragexp.data.chunking import Chunk
+from ragexp.llm.endpoint import Endpoint
 from ragexp.llm.ollama import OllamaBackend
 from ragexp.results import RetrievedChunk
 from ragexp.retrieval.dense import DenseRetriever
+from tests.ollama_server import FakeOllama, hashed_embedding
 
 T = TypeVar("T")
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.results import CaseResult, Judgement, MetricResult
-from ragexp.stats import summarize
-from ragexp.sweep.jobs import JobResult
-from ragexp.sweep.link import job_label
+from ragexp.results.jobs import JobResult, job_label
+from ragexp.stats.summarize import summarize
 from tests.ollama_server import FAITHFULNESS_MARK, RELEVANCE_MARK, request_options
 
 RATES = {"gen-p90": 0.9, "gen-p60a": 0.6, "gen-p60b": 0.6}

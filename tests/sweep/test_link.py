@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragexp.sweep.link import SweepLink, job_label, job_values, short_keys, sweep_label, swept_keys
+from ragexp.results.jobs import job_label, short_keys, sweep_label
+from ragexp.sweep.link import SweepLink, job_values, swept_keys
 
 
 def test_swept_keys_are_the_sweep_overrides_and_a_search_sweepers_params() -> None:

@@ -13,15 +13,18 @@ from benchmarks.dataset import generate
 
 from tests.cli_run import mlflow_runs, run_ragexp
 from tests.ollama_server import FakeOllama
+from tests.results.test_files import check_run_matches_its_dir, mlflow_client
 from tests.sweep import planted
-from tests.test_collisions import check_run_matches_its_dir, mlflow_client
 
 MODELS = ["judge-a", "judge-b", *planted.RATES]
 
 
-def _sweep(tmp_path: Path, n_cases: int, *args: str, redraw: Any = 0.0) -> tuple[Any, Path]:
+def _sweep(
+    tmp_path: Path, n_cases: int, *args: str, redraw: Any = 0.0, models: Any = None
+) -> tuple[Any, Path]:
     corpus, cases = generate(n_cases, tmp_path / "data")
-    with FakeOllama(models=MODELS, responder=planted.responder(0, redraw)) as server:
+    served = models if models is not None else MODELS
+    with FakeOllama(models=served, responder=planted.responder(0, redraw)) as server:
         result = run_ragexp(
             "generator=ollama", "judge=ollama", "dataset=custom",
             f"dataset.corpus={corpus}", f"dataset.cases={cases}", "hydra.sweep.dir=sweep",
@@ -170,13 +173,18 @@ def test_a_planted_truth_is_read_right_and_the_judge_noise_is_measured(tmp_path:
 
 
 def test_a_failed_job_does_not_stop_the_others_from_being_summarised(tmp_path: Path) -> None:
+    """A job that fails while it runs (its generator is served but cannot chat: every case
+    fails) is listed with its error; the others are compared. (A model the server lacks is
+    found before any job starts: tests/run/test_preflight.py.)"""
+    models = {**dict.fromkeys(MODELS), "embed-only": {"embedding": True}}
     result, sweep_dir = _sweep(
-        tmp_path, 6, "judge.model=judge-a", "-m", "generator.model=gen-p90,not-pulled"
-    )
+        tmp_path, 6, "judge.model=judge-a", "-m", "generator.model=gen-p90,embed-only",
+        models=models,
+    )  # fmt: skip
     assert result.returncode == 1
-    assert "ragexp: error: job 1 (not-pulled)" in result.stderr
+    assert "ragexp: error: job 1 (embed-only)" in result.stderr
     summary = _strict_json(sweep_dir / "summary.json")
     jobs = _jobs_by_label(summary)
     assert jobs["gen-p90"]["verdict"] == "best"
-    assert jobs["not-pulled"]["status"] == "failed"
-    assert "ollama pull not-pulled" in jobs["not-pulled"]["error"]
+    assert jobs["embed-only"]["status"] == "failed"
+    assert "every case failed" in jobs["embed-only"]["error"]

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from ragexp.results import CaseResult, MetricResult
-from ragexp.stats import MetricSummary, Summary
-from ragexp.tracking import REDACTED, RunRecord, case_table, flatten, metric_values
-from ragexp.tracking.run import env_secrets
+from ragexp.results.summary import MetricSummary, Summary
+from ragexp.tracking.run import REDACTED, RunRecord, case_table, env_secrets, flatten, metric_values
 
 
 def test_flatten_uses_dotted_keys() -> None:
@@ -65,7 +64,7 @@ def _record() -> RunRecord:
             ),
         },
     )  # fmt: skip
-    return RunRecord(summary, {}, {}, 1.5, 9, [Path("x")])
+    return RunRecord(summary, {}, {}, 1.5, 9, [Path("x")], self_judge=False)
 
 
 def test_metric_names_follow_mlflow_genai() -> None:

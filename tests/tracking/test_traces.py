@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_config import KNOWN, valid_raw
-
 from ragexp.config import RunConfig, validate_config
 from ragexp.results import CaseResult, LLMCall, MetricResult
 from ragexp.tracking.traces import case_trace, log_traces
+from tests.config.test_schema import KNOWN, valid_raw
 
 
 def _config(tracking_uri: str = "sqlite:///mlflow.db") -> RunConfig:

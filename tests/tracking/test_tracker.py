@@ -7,20 +7,20 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.cli_run import interrupt_after_cases, mlflow_runs, run_ragexp
-from tests.ollama_server import FakeOllama
+
+from tests.cli_run import OllamaRun, interrupt_after_cases, mlflow_runs
 
 
 def test_a_job_killed_outright_leaves_its_run_killed_with_the_finished_cases(
-    tmp_path: Path,
+    ollama: OllamaRun,
 ) -> None:
     import mlflow
 
-    with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
-        result = interrupt_after_cases(
-            3, "llm=ollama", cwd=tmp_path, run_dir="outputs/run",
-            env={"OLLAMA_HOST": server.url}, sig=signal.SIGKILL,
-        )  # fmt: skip
+    tmp_path = ollama.cwd
+    ollama.server.delay_s = 0.3
+    result = interrupt_after_cases(
+        3, "llm=ollama", cwd=tmp_path, run_dir="outputs/run", env=ollama.env, sig=signal.SIGKILL
+    )
     assert result.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 60  # the tracker notices within 5 s that its parent is gone
     while time.monotonic() < deadline:
@@ -38,19 +38,15 @@ def test_a_job_killed_outright_leaves_its_run_killed_with_the_finished_cases(
 
 
 def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
-    tmp_path: Path,
+    ollama: OllamaRun,
 ) -> None:
     import mlflow
 
+    tmp_path, server = ollama.cwd, ollama.server
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     client.delete_experiment(client.create_experiment("ragexp"))
-    with FakeOllama(models=["llama3.2:3b"], delay_s=0.3) as server:
-        result = run_ragexp(
-            "llm=ollama", "hydra.run.dir=outputs/run", cwd=tmp_path,
-            env={"OLLAMA_HOST": server.url},
-        )  # fmt: skip
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr
+    server.delay_s = 0.3
+    result = ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run", expect=2)  # no traceback
     last = result.stderr.strip().splitlines()[-1]
     assert last == (
         "ragexp: error: tracking: experiment 'ragexp' at sqlite:///mlflow.db is deleted; "
@@ -61,28 +57,29 @@ def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
     assert server.requests_to("/api/chat") == []
 
 
-def test_a_dead_logging_process_is_a_warning_not_a_hung_run(tmp_path: Path) -> None:
+def test_a_dead_logging_process_is_a_warning_not_a_hung_run(ollama: OllamaRun) -> None:
     import os
     import subprocess
     import sys
 
     import mlflow
 
+    tmp_path = ollama.cwd
     mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").create_experiment(
         "ragexp"
     )  # the store exists: the logging process opens the run within seconds
-    with FakeOllama(models=["llama3.2:3b"], delay_s=0.4) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragexp", "llm=ollama", "hydra.run.dir=outputs/run"],
-            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "RAGEXP_LOAD_PLUGINS": "", "OLLAMA_HOST": server.url},
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not mlflow_runs(tmp_path):
-            time.sleep(0.5)  # until the logging process has opened the run
-        writer = _child_running(proc.pid, "spawn_main", "--multiprocessing-fork")
-        os.kill(writer, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=120)
+    ollama.server.delay_s = 0.4
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragexp", "llm=ollama", "hydra.run.dir=outputs/run"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "RAGEXP_LOAD_PLUGINS": "", **ollama.env},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not mlflow_runs(tmp_path):
+        time.sleep(0.5)  # until the logging process has opened the run
+    writer = _child_running(proc.pid, "spawn_main", "--multiprocessing-fork")
+    os.kill(writer, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in stderr
     assert "ragexp: warning: the MLflow logging process died; run " in stderr
 
@@ -116,18 +113,16 @@ ran every case first; then, for the HTTP server, waited 248 s for MLflow's retri
 
 @pytest.mark.parametrize("uri", list(BAD_STORES))
 def test_a_bad_tracking_store_stops_the_run_in_seconds_before_any_llm_call(
-    tmp_path: Path, uri: str
+    ollama: OllamaRun, uri: str
 ) -> None:
-    (tmp_path / "afile").write_text("not a folder\n")
-    (tmp_path / "mlruns").write_text("not a folder\n")
-    with FakeOllama(models=["llama3.2:3b"]) as server:
-        start = time.monotonic()
-        result = run_ragexp(
-            "llm=ollama", "dataset.limit=3", f"tracking.tracking_uri={uri}",
-            cwd=tmp_path, env={"OLLAMA_HOST": server.url},
-        )  # fmt: skip
-        wall_s = time.monotonic() - start
-        llm_calls = [r for r in server.requests if r.path not in ("/api/tags", "/api/show")]
+    (ollama.cwd / "afile").write_text("not a folder\n")
+    (ollama.cwd / "mlruns").write_text("not a folder\n")
+    start = time.monotonic()
+    result = ollama.ragexp(
+        "llm=ollama", "dataset.limit=3", f"tracking.tracking_uri={uri}", expect=None
+    )  # its exit code and stderr checked below, after the time it took is printed
+    wall_s = time.monotonic() - start
+    llm_calls = [r for r in ollama.server.requests if r.path not in ("/api/tags", "/api/show")]
     print(f"{uri}: exit {result.returncode} in {wall_s:.1f} s")
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr

@@ -1,5 +1,6 @@
-"""LLM backends (Ollama, OpenAI-compatible, embedded llama.cpp) and the endpoint they share."""
+"""LLM backends (Ollama, OpenAI-compatible, embedded llama.cpp), the interface they implement,
+and the endpoint the pipeline calls them through (with the call cache in front)."""
 
-from ragexp.llm.base import Backend, BackendSpec, Completion, Endpoint, Message
+from ragexp.llm.interface import Backend, BackendSpec, Completion, Message
 
-__all__ = ["Backend", "BackendSpec", "Completion", "Endpoint", "Message"]
+__all__ = ["Backend", "BackendSpec", "Completion", "Message"]

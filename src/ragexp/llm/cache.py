@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ragexp.config import LLMConfig
-from ragexp.llm.base import Completion, Message
+from ragexp.config.llm import LLMConfig
+from ragexp.llm.interface import Completion, Message
 
 CacheMode = Literal["readwrite", "read", "refresh", "off"]
 CACHE_FILE = "calls.sqlite"
@@ -240,49 +240,3 @@ def prune(folder: Path, *, older_than_days: float | None, model: str | None) -> 
 
 def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
-
-
-def cache_command(argv: list[str]) -> int:
-    """``ragexp cache info|prune [--dir D] [--older-than DAYS] [--model NAME] [--json]``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="ragexp cache", description="ragexp's LLM-call cache")
-    parser.add_argument("action", choices=["info", "prune"])
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(".ragexp-cache"),
-        help="the cache folder (cache.dir; default .ragexp-cache)",
-    )
-    parser.add_argument(
-        "--older-than",
-        type=float,
-        metavar="DAYS",
-        help="prune: entries made more than DAYS days ago",
-    )
-    parser.add_argument("--model", help="prune: entries of this model (name or identity)")
-    parser.add_argument("--json", action="store_true", help="info: as JSON")
-    args = parser.parse_args(argv)
-    if args.action == "prune":
-        if args.older_than is None and args.model is None:
-            parser.error("prune needs --older-than DAYS and/or --model NAME")
-        if not (args.dir / CACHE_FILE).exists():
-            print(f"ragexp: no cache at {args.dir / CACHE_FILE}")
-            return 0
-        n = prune(args.dir, older_than_days=args.older_than, model=args.model)
-        print(f"ragexp: removed {n} cached call{'' if n == 1 else 's'} from {args.dir}")
-        return 0
-    info = cache_info(args.dir)
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    lines = [f"{info['path']}: {info['entries']} calls, {info['bytes'] / 1e6:.1f} MB"]
-    for m in info["models"]:
-        lines.append(
-            f"  {m['model']} ({m['model_id'][:19]}): {m['entries']} calls worth "
-            f"{m['call_seconds']} s, {m['oldest']} .. {m['newest']}"
-        )
-    if info["roles"]:
-        lines.append("  by role: " + ", ".join(f"{r} {n}" for r, n in info["roles"].items()))
-    print("\n".join(lines))
-    return 0

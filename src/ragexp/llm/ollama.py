@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from ragexp.config import LLMConfig
+from ragexp.config.llm import LLMConfig
 from ragexp.errors import BackendError, ModelNotFound, RagexpWarning
-from ragexp.llm.base import Completion, Message
 from ragexp.llm.http import JSONClient
+from ragexp.llm.interface import Completion, Message
 from ragexp.llm.retry import RetryPolicy
 
 MODEL_NOT_FOUND_RE = re.compile(r"model ['\"].*['\"] not found")

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 
-from ragexp.config import LLMConfig
+from ragexp.config.llm import LLMConfig
 from ragexp.errors import BackendError, ConfigError, ModelNotFound
-from ragexp.llm.base import Completion, Message
 from ragexp.llm.http import JSONClient
+from ragexp.llm.interface import Completion, Message
 from ragexp.llm.retry import RetryPolicy
 
 

@@ -6,10 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ragexp.chunking import Chunk
-from ragexp.config import LLMConfig, RetrieverConfig
-from ragexp.llm.base import Endpoint
-from ragexp.results import RetrievedChunk
+from ragexp.config.llm import LLMConfig
+from ragexp.config.schema import RetrieverConfig
+from ragexp.data.chunking import Chunk
+from ragexp.llm.endpoint import Endpoint
+from ragexp.results.case import RetrievedChunk
 
 
 class Retriever(Protocol):

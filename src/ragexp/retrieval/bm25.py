@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragexp.chunking import Chunk
-from ragexp.results import RetrievedChunk
+from ragexp.data.chunking import Chunk
+from ragexp.results.case import RetrievedChunk
 from ragexp.retrieval.base import to_result
 
 

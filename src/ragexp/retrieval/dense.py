@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragexp.chunking import Chunk
-from ragexp.config import RetrieverConfig
-from ragexp.llm.base import Endpoint
-from ragexp.results import RetrievedChunk
+from ragexp.config.schema import RetrieverConfig
+from ragexp.data.chunking import Chunk
+from ragexp.llm.endpoint import Endpoint
+from ragexp.results.case import RetrievedChunk
 from ragexp.retrieval.base import to_result
 
 

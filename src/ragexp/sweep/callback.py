@@ -12,7 +12,12 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.errors import ConfigError, first_line
+from ragexp.config.schema import SweepSettings
+from ragexp.errors import ConfigError, fail, first_line
+from ragexp.results.jobs import sweep_label
+from ragexp.sweep.finish import write_summary
+from ragexp.sweep.link import SweepLink, swept_keys
+from ragexp.sweep.parent import open_parent
 
 exit_code = 0
 """What the command exits with once the multirun is over: 1 if a job failed or missed its gate."""
@@ -22,32 +27,28 @@ class SweepCallback(Callback):
     def __init__(self) -> None:
         self._sweep_dir: Path | None = None
         self._parent = ""
-        self._uri = ""
+        self._settings = SweepSettings()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from ragexp.sweep.link import SweepLink, sweep_label, swept_keys
-
         sweep_dir = Path(str(config.hydra.sweep.dir))
         params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
         swept = swept_keys(list(config.hydra.overrides.task), dict(params))
-        tracking = OmegaConf.select(config, "tracking", default={}) or {}
-        self._uri = str(tracking.get("tracking_uri", ""))
-        experiment = str(tracking.get("experiment", ""))
-        if tracking.get("enabled", False):
-            from ragexp.cli import fail
-            from ragexp.tracking.sweep_run import open_parent
-
+        self._settings = settings = sweep_settings(config)
+        if settings.tracking.enabled:
             try:
                 self._parent = open_parent(
-                    self._uri,
-                    experiment,
+                    settings.tracking.uri(),
+                    settings.tracking.experiment_name(),
                     sweep_label(swept),
                     {"swept": ", ".join(swept), "sweep_dir": str(sweep_dir)},
                 )
             except ConfigError as exc:
                 fail(exc)
         SweepLink(
-            swept=swept, parent_run_id=self._parent, tracking_uri=self._uri, experiment=experiment
+            swept=swept,
+            parent_run_id=self._parent,
+            tracking_uri=settings.tracking.uri(),
+            experiment=settings.tracking.experiment_name(),
         ).write(sweep_dir)
         self._sweep_dir = sweep_dir
         atexit.register(self._abandoned, config)
@@ -66,10 +67,8 @@ class SweepCallback(Callback):
         sweep_dir, self._sweep_dir = self._sweep_dir, None
         if sweep_dir is None:
             return
-        from ragexp.sweep.report import write_summary
-
         try:
-            code = write_summary(sweep_dir, config, self._uri, self._parent, status)
+            code = write_summary(sweep_dir, self._settings, self._parent, status)
         except Exception as exc:  # the jobs' own results are on disk whatever happens here
             print(
                 f"ragexp: warning: the sweep summary failed: {first_line(exc)}; each job's "
@@ -78,3 +77,21 @@ class SweepCallback(Callback):
             )
             code = 1
         exit_code = max(exit_code, code)
+
+
+def sweep_settings(config: DictConfig) -> SweepSettings:
+    """What the launching process needs of the sweep's config, validated (the jobs validate
+    the rest); a bad value is the same one line and exit code 2 as in a run."""
+    from pydantic import ValidationError
+
+    data = {
+        key: OmegaConf.to_container(config[key], resolve=True)
+        if OmegaConf.is_config(config[key])
+        else config[key]
+        for key in SweepSettings.model_fields
+        if key in config
+    }
+    try:
+        return SweepSettings.model_validate(data)
+    except ValidationError as exc:
+        fail(ConfigError(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"))

@@ -10,8 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 LINK_FILE = "ragexp-sweep.json"
-SEPARATOR = " · "
-GENERATOR_KEY = "generator.model"
 
 
 class SweepLink(BaseModel):
@@ -56,28 +54,3 @@ def job_values(job_overrides: Iterable[str], swept: Sequence[str]) -> dict[str, 
         if key in swept:
             values[key] = re.sub(r"\\(.)", r"\1", value)  # Hydra escapes ':' as '\:'
     return {key: values[key] for key in swept if key in values}
-
-
-def short_keys(keys: Sequence[str]) -> dict[str, str]:
-    """A short label per key: its last part (``retriever.top_k`` -> ``top_k``), or the part
-    before ``.model`` (``judge.model`` -> ``judge``); the full key where two would clash."""
-    short = {}
-    for key in keys:
-        parts = key.split(".")
-        short[key] = parts[-2] if parts[-1] == "model" and len(parts) > 1 else parts[-1]
-    labels = list(short.values())
-    return {k: (v if labels.count(v) == 1 else k) for k, v in short.items()}
-
-
-def job_label(values: Mapping[str, str]) -> str:
-    """A job's name from its swept values only, short enough for MLflow's name columns: the
-    generator's model bare, other keys as ``key=value``, e.g. ``gen-p90 · top_k=3``."""
-    short = short_keys(list(values))
-    parts = [v if k == GENERATOR_KEY else f"{short[k]}={v}" for k, v in values.items()]
-    return SEPARATOR.join(parts) or "default"
-
-
-def sweep_label(swept: Sequence[str]) -> str:
-    """The parent run's name, from the swept keys: ``sweep judge × top_k``."""
-    short = short_keys(swept)
-    return "sweep " + (" × ".join(short[k] for k in swept) if swept else "(no swept keys)")

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragexp.config import RunConfig
-from ragexp.report import is_self_judge
-from ragexp.results import CaseResult
-from ragexp.stats import Summary
+from ragexp.config.schema import RunConfig
+from ragexp.results.case import CaseResult
+from ragexp.results.summary import MetricSummary, Summary
 
 SECRET_KEYS = frozenset(
     {"api_key", "apikey", "token", "access_token", "auth_token", "secret", "password",
@@ -35,6 +34,8 @@ class RunRecord:
     wall_s: float
     llm_calls: int
     artifacts: Sequence[Path]
+    self_judge: bool
+    """The run's generator judged its own answers (`RunConfig.is_self_judge`)."""
 
 
 def flatten(
@@ -74,31 +75,55 @@ def _mask(text: str, secrets: Sequence[str]) -> str:
 
 def metric_values(record: RunRecord) -> dict[str, float]:
     """MLflow metrics: `<metric>/mean` (as MLflow's GenAI evaluation names it) and friends."""
+    summary = record.summary
     values: dict[str, float] = {
-        "n_cases": record.summary.n_cases,
-        "n_errors": record.summary.n_errors,
+        "n_cases": summary.n_cases,
+        "n_errors": summary.n_errors,
         "wall_time_s": record.wall_s,
         "llm_calls": record.llm_calls,
-        "llm_calls_cached": sum(c.cached for c in record.summary.calls.values()),
+        "llm_calls_cached": sum(c.cached for c in summary.calls.values()),
     }
-    for role, calls in record.summary.calls.items():
+    if summary.cost is not None:
+        values.update(
+            {f"cost/{k}": float(v) for k, v in summary.cost.model_dump().items() if v is not None}
+        )
+    if summary.labels is not None:
+        values["labels/applied"] = summary.labels.applied
+        values["labels/stale"] = summary.labels.stale
+    for role, calls in summary.calls.items():
         values[f"calls/{_metric_key(role)}/made"] = calls.made
         values[f"calls/{_metric_key(role)}/cached"] = calls.cached
-    for name, m in record.summary.metrics.items():
-        if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
-            values[f"{name}/mean"] = m.mean
-            values[f"{name}/ci_low"] = m.ci_low
-            values[f"{name}/ci_high"] = m.ci_high
-        values[f"{name}/n"] = m.n
-        values[f"{name}/parse_failures"] = m.parse_failures
-        values[f"{name}/errors"] = m.errors
-        if m.noise is not None:
-            values[f"{name}/noise_floor"] = m.noise.floor
-            values[f"{name}/flip_rate"] = m.noise.flip_rate
-            values[f"{name}/repeat_spread"] = m.noise.spread
-        labelled = sum(m.label_counts.values())
-        for label, count in m.label_counts.items():
-            values[f"{name}/rate_{_metric_key(label)}"] = count / labelled
+    for name, m in summary.metrics.items():
+        values.update(_metric_values(name, m))
+    return values
+
+
+def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
+    """One metric's MLflow metrics: mean and interval, counts, judge noise, the corrected mean
+    and the judge card's kappa and leniency (with human labels), label rates."""
+    values: dict[str, float] = {
+        f"{name}/n": m.n, f"{name}/parse_failures": m.parse_failures, f"{name}/errors": m.errors,
+    }  # fmt: skip
+    if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
+        values.update({f"{name}/mean": m.mean, f"{name}/ci_low": m.ci_low})
+        values[f"{name}/ci_high"] = m.ci_high
+    if m.noise is not None:
+        values[f"{name}/noise_floor"] = m.noise.floor
+        values[f"{name}/flip_rate"] = m.noise.flip_rate
+        values[f"{name}/repeat_spread"] = m.noise.spread
+    if m.calibrated is not None:
+        values[f"{name}/calibrated_mean"] = m.calibrated.mean
+        values[f"{name}/calibrated_ci_low"] = m.calibrated.ci_low
+        values[f"{name}/calibrated_ci_high"] = m.calibrated.ci_high
+        values[f"{name}/n_labels"] = m.calibrated.n_labels
+    card = m.judge_card
+    if card is not None and card.kappa is not None:
+        values[f"{name}/judge_kappa"] = card.kappa
+    if card is not None and card.leniency is not None:
+        values[f"{name}/judge_leniency"] = card.leniency
+    labelled = sum(m.label_counts.values())
+    for label, count in m.label_counts.items():
+        values[f"{name}/rate_{_metric_key(label)}"] = count / labelled
     return values
 
 
@@ -115,10 +140,10 @@ def run_tags(config: RunConfig, *, dataset_hash: str, prompt_hash: str) -> dict[
     }
 
 
-def outcome_tags(config: RunConfig, record: RunRecord) -> dict[str, str]:
+def outcome_tags(record: RunRecord) -> dict[str, str]:
     """The tags known once the backends answered: which ran, with which model identity."""
     return {
-        "self_judge": str(is_self_judge(config, record.backends)).lower(),
+        "self_judge": str(record.self_judge).lower(),
         "generator_backend": record.backends.get("generator", ""),
         "judge_backend": record.backends.get("judge", ""),
         "generator_model_id": record.model_ids.get("generator", ""),

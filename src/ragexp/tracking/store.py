@@ -17,6 +17,12 @@ process (`ragexp.tracking.sweep_run`). `open_store` does, in order:
    retries; the retries apply again to everything logged afterwards.
 4. The experiment's artifact folder, when local, is not blocked by a file (a file named
    ``mlruns`` beside a sqlite store would fail the run's artifacts only at its very end).
+
+A sqlite store is used in WAL mode with ``synchronous=NORMAL`` (`fast_sqlite`): MLflow commits
+once per trace, and in SQLite's default mode every commit waits for the disk (an fsync, 10-20 ms
+here), which made logging cost more than the evaluation. In WAL mode a commit is an append;
+readers (the MLflow UI, other jobs) go on reading while a run writes. The mode is kept in the
+database file; it suits a store on a local disk, as SQLite's documentation says of WAL.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
     """An ``MlflowClient`` on ``uri`` and the id of ``experiment`` (created if missing). Raises
     `ConfigError` (one line) when the store cannot be used."""
     check_store(uri)
+    if sqlite_path(uri) is not None:
+        fast_sqlite()
     import mlflow  # about 2 s: after the checks
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -68,6 +76,28 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
         raise
     except Exception as exc:  # any failure to open the store is the user's setup to fix
         raise ConfigError(f"tracking: cannot log to {uri}: {first_line(exc)}; {FIX}") from None
+
+
+def fast_sqlite() -> None:
+    """Every SQLite connection SQLAlchemy opens in this process: WAL mode, ``synchronous=NORMAL``
+    (see the module docstring). Registered once per process."""
+    import sqlalchemy
+    import sqlalchemy.event
+
+    if sqlalchemy.event.contains(sqlalchemy.engine.Engine, "connect", _sqlite_pragmas):
+        return
+    sqlalchemy.event.listen(sqlalchemy.engine.Engine, "connect", _sqlite_pragmas)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
 
 
 def sqlite_path(uri: str) -> Path | None:

@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragexp.config import RunConfig
-from ragexp.results import CaseResult, LLMCall
+from ragexp.config.schema import RunConfig
+from ragexp.results.case import CaseResult, LLMCall
+from ragexp.results.labels import answer_sha256
+from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback
 
 if TYPE_CHECKING:
     from mlflow.entities import Span, TraceInfo
@@ -36,14 +38,7 @@ def case_trace(
 ) -> CaseTrace:
     """The trace of one finished case, linked to the MLflow run ``run_id``."""
     from mlflow.entities import TraceInfo, TraceLocation, TraceState
-    from mlflow.tracing.constant import (
-        TRACE_SCHEMA_VERSION,
-        TRACE_SCHEMA_VERSION_KEY,
-        SpanAttributeKey,
-        SpansLocation,
-        TraceMetadataKey,
-        TraceTagKey,
-    )
+    from mlflow.tracing.constant import SpansLocation, TraceTagKey
 
     builder = _SpanBuilder()
     calls = case.llm_calls()
@@ -56,10 +51,39 @@ def case_trace(
         name, "CHAIN", None, start, end, inputs, outputs, {"case_id": case.case_id},
         error=case.error is not None,
     )  # fmt: skip
+    usages = _child_spans(builder, root, case, calls, config.retriever.top_k)
+    metadata = _metadata(run_id, inputs, outputs, usages)
+    info = TraceInfo(
+        trace_id=builder.trace_id,
+        trace_location=TraceLocation.from_experiment_id(experiment_id),
+        request_time=start // 1_000_000,
+        execution_duration=(end - start) // 1_000_000,
+        state=TraceState.ERROR if case.error else TraceState.OK,
+        request_preview=_dumps(inputs),
+        response_preview=_dumps(outputs),
+        trace_metadata=metadata,
+        tags={
+            TraceTagKey.TRACE_NAME: name,
+            TraceTagKey.SPANS_LOCATION: SpansLocation.TRACKING_STORE.value,
+            CASE_TAG: case.case_id,
+            **({ANSWER_TAG: answer_sha256(case.answer)} if case.answer is not None else {}),
+        },
+        assessments=_assessments(case, config),
+    )
+    return CaseTrace(info, builder.spans)
+
+
+def _child_spans(
+    builder: _SpanBuilder, root: bytes, case: CaseResult, calls: list[LLMCall], top_k: int
+) -> list[dict[str, int]]:
+    """The retrieval span and one span per LLM call under ``root``; returns the calls' token
+    usages (those whose backend reported both counts)."""
+    from mlflow.tracing.constant import SpanAttributeKey
+
     if case.retrieve_ns:
         builder.span(
             "retrieve", "RETRIEVER", root, *case.retrieve_ns,
-            {"query": case.question, "top_k": config.retriever.top_k},
+            {"query": case.question, "top_k": top_k},
             [{"doc_id": r.doc_id, "chunk_id": r.chunk_id, "score": r.score, "text": r.text}
              for r in case.retrieved],
             {},
@@ -79,6 +103,19 @@ def case_trace(
             call.start_ns, _call_end(call), {"prompt": call.prompt}, {"text": call.text},
             attributes,
         )  # fmt: skip
+    return usages
+
+
+def _metadata(
+    run_id: str, inputs: Any, outputs: Any, usages: list[dict[str, int]]
+) -> dict[str, str]:
+    """The trace's metadata: its run, schema, inputs and outputs, and its total token usage."""
+    from mlflow.tracing.constant import (
+        TRACE_SCHEMA_VERSION,
+        TRACE_SCHEMA_VERSION_KEY,
+        TraceMetadataKey,
+    )
+
     metadata = {
         TraceMetadataKey.SOURCE_RUN: run_id,
         TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
@@ -91,22 +128,7 @@ def case_trace(
         metadata[TraceMetadataKey.TOKEN_USAGE] = _dumps(
             {key: sum(usage[key] for usage in usages) for key in usages[0]}
         )
-    info = TraceInfo(
-        trace_id=builder.trace_id,
-        trace_location=TraceLocation.from_experiment_id(experiment_id),
-        request_time=start // 1_000_000,
-        execution_duration=(end - start) // 1_000_000,
-        state=TraceState.ERROR if case.error else TraceState.OK,
-        request_preview=_dumps(inputs),
-        response_preview=_dumps(outputs),
-        trace_metadata=metadata,
-        tags={
-            TraceTagKey.TRACE_NAME: name,
-            TraceTagKey.SPANS_LOCATION: SpansLocation.TRACKING_STORE.value,
-        },
-        assessments=_assessments(case, config),
-    )
-    return CaseTrace(info, builder.spans)
+    return metadata
 
 
 def log_traces(client: TracingClient, experiment_id: str, traces: Sequence[CaseTrace]) -> None:
@@ -152,7 +174,7 @@ def _assessments(case: CaseResult, config: RunConfig) -> list[Any]:
                 error=result.error,
             )
         )
-    return assessments
+    return assessments + human_feedback(case)
 
 
 class _SpanBuilder:

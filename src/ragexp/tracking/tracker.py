@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragexp.config import RunConfig
+from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError
-from ragexp.results import CaseResult
+from ragexp.results.case import CaseResult
 from ragexp.tracking.run import RunRecord
 from ragexp.tracking.writer import Begin, Finish, RunStatus, serve
 

@@ -21,9 +21,9 @@ from multiprocessing.connection import Connection
 from queue import Empty
 from typing import Any, Literal
 
-from ragexp.config import RunConfig
+from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError, first_line
-from ragexp.results import CaseResult
+from ragexp.results.case import CaseResult
 from ragexp.tracking.run import (
     TABLE_FILE,
     RunRecord,
@@ -74,8 +74,8 @@ class MlflowWriter:
 
     def connect(self) -> None:
         """Open the store and the experiment; raises `ConfigError` if they cannot be used."""
-        uri = self.config.tracking.tracking_uri
-        self.client, self.experiment_id = open_store(uri, self.config.tracking.experiment)
+        uri = self.config.tracking.uri()
+        self.client, self.experiment_id = open_store(uri, self.config.tracking.experiment_name())
         from mlflow.tracing.client import TracingClient
 
         self.tracing = TracingClient(uri)
@@ -157,7 +157,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
             writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
         error = exc if isinstance(exc, ConfigError) else ConfigError(
-            f"tracking: cannot log to {config.tracking.tracking_uri}: {first_line(exc)}; "
+            f"tracking: cannot log to {config.tracking.uri()}: {first_line(exc)}; "
             "fix tracking.tracking_uri or run with tracking.enabled=false"
         )  # fmt: skip
         _tell(outbox, "error", str(error))

@@ -1,0 +1,101 @@
+"""``ragexp compare A B``: is run B better than run A? A and B are run dirs (holding
+``cases.jsonl``), MLflow run ids, or MLflow run names (in ``--experiment``, newest first), read
+from ``--tracking-uri``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ragexp.config.schema import CompareConfig, TrackingConfig
+from ragexp.errors import RagexpError, fail
+from ragexp.plugins.manager import registry
+from ragexp.reporting.compare import noise_notes, render, to_json
+from ragexp.reporting.wording import SELF_JUDGE_NAMED
+from ragexp.results.files import read_cases, read_sources, read_summary
+from ragexp.results.labels import LabelIndex, read_labels
+from ragexp.results.summary import Cost
+from ragexp.run.labels import vocabularies
+from ragexp.run.provenance import case_version_differences, differences
+from ragexp.stats import ALPHA
+from ragexp.stats.paired import compare_cases
+from ragexp.stats.power import comparison_power
+from ragexp.tracking.lookup import locate
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragexp compare",
+        description="Is run B better than run A? Paired tests over the cases both scored.",
+    )
+    parser.add_argument("a", help="run A: a run dir, an MLflow run id or an MLflow run name")
+    parser.add_argument("b", help="run B: the same")
+    parser.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
+    parser.add_argument("--format", choices=["text", "md", "json"], default="text")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        help="human labels (a labels JSONL file or a folder of them): compare the means "
+        "corrected for the judge's bias where both runs have labels",
+    )
+    parser.add_argument(
+        "--effect",
+        type=float,
+        default=CompareConfig().effect,
+        help="the difference worth detecting (default 0.05): the cases it needs are shown",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+    parser.add_argument(
+        "--experiment", help="the MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME, else ragexp)"
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        tracking = TrackingConfig(tracking_uri=args.tracking_uri, experiment=args.experiment)
+        run_a = locate(args.a, tracking.uri(), tracking.experiment_name())
+        run_b = locate(args.b, tracking.uri(), tracking.experiment_name())
+        cases_a, cases_b = read_cases(run_a.cases_path), read_cases(run_b.cases_path)
+        if args.labels is not None:
+            vocab = vocabularies(registry(), list(registry().metrics))
+            index = LabelIndex(read_labels(args.labels, vocab), vocab)
+            for case in [*cases_a, *cases_b]:
+                index.apply(case)
+        comparisons = compare_cases(cases_a, cases_b, args.metric)
+    except RagexpError as exc:
+        fail(exc)
+    name_a = args.a + (SELF_JUDGE_NAMED if run_a.self_judge else "")
+    name_b = args.b + (SELF_JUDGE_NAMED if run_b.self_judge else "")
+    compared = [c.metric for c in comparisons]
+    sources_a = read_sources(run_a.cases_path.parent)
+    sources_b = read_sources(run_b.cases_path.parent)
+    unlike = differences(sources_a, sources_b, compared)
+    unlike += case_version_differences(cases_a, cases_b, compared) if not unlike else []
+    power = {c.metric: comparison_power(c, ALPHA, args.effect) for c in comparisons}
+    summary_a = read_summary(run_a.cases_path.parent)
+    summary_b = read_summary(run_b.cases_path.parent)
+    costs = (summary_a.cost if summary_a else None, summary_b.cost if summary_b else None)
+    if args.format == "json":
+        data: dict[str, Any] = to_json(name_a, name_b, comparisons)
+        for entry in data["metrics"]:
+            entry["mde"], entry["cases_needed"] = power[entry["metric"]]
+        data.update(effect=args.effect, cost={"a": _dump(costs[0]), "b": _dump(costs[1])})
+        print(json.dumps({**data, "not_scored_alike": unlike}, indent=2))
+        return 0
+    text = render(
+        name_a, name_b, comparisons, markdown=args.format == "md", power=power,
+        effect=args.effect, costs=costs,
+    )  # fmt: skip
+    warning = "".join(f"\nWarning: {line}; the difference may come from that.\n" for line in unlike)
+    print(text + noise_notes(cases_a, cases_b, comparisons) + warning, end="")
+    return 0
+
+
+def _dump(cost: Cost | None) -> dict[str, object] | None:
+    return cost.model_dump() if cost is not None else None

@@ -1,0 +1,171 @@
+"""``ragexp label``: people's labels of a run's or a sweep's answers, three ways in.
+
+    ragexp label RUN_OR_SWEEP [--n 30] [--seed 0] [--out FILE] [--labeler NAME]   # in the terminal
+    ragexp label export RUN_OR_SWEEP [--n 30] [--seed 0] [--out FILE.csv] [--with-judge]
+    ragexp label import FILE [--out labels.jsonl]
+    ragexp label pull RUN_OR_SWEEP [--out FILE] [--tracking-uri URI] [--experiment NAME]
+
+The answers are drawn uniformly at random per job, seeded (the corrected means assume a random
+sample); labels go to ``labels.jsonl`` in the run or sweep dir, which ``labels=PATH`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragexp.config.schema import TrackingConfig
+from ragexp.errors import RagexpError, fail
+from ragexp.labels.draw import DEFAULT_SEED, Drawn, Target, draw, find_target, sample_name
+from ragexp.labels.sheet import read_sheet, sheet_rows, write_sheet
+from ragexp.labels.terminal import label_in_terminal
+from ragexp.plugins.manager import registry
+from ragexp.results.labels import LABELS_FILE, Vocabularies, append_labels, read_labels
+from ragexp.run.labels import vocabularies
+from ragexp.stats.calibration import DEFAULT_LABELS
+from ragexp.tracking.assessments import pull_labels
+
+ACTIONS = ("export", "import", "pull")
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragexp label",
+        description="Label a run's or a sweep's answers (in the terminal, or export/import a "
+        "sheet, or pull labels given in MLflow's UI); labels=PATH then uses them.",
+    )
+    sub = parser.add_subparsers(dest="action", metavar="{export,import,pull} or RUN_OR_SWEEP")
+    terminal = sub.add_parser("terminal", help="label in the terminal (the default)")
+    export = sub.add_parser("export", help="write a labelling sheet (CSV and JSONL)")
+    for p in (terminal, export):
+        p.add_argument("target", metavar="RUN_OR_SWEEP", help="a run dir or a sweep dir")
+        p.add_argument("--n", type=int, default=DEFAULT_LABELS, help="answers per job")
+        p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the draw's seed")
+    terminal.add_argument("--out", type=Path, help="labels file (default: labels.jsonl there)")
+    terminal.add_argument("--labeler", default=_user(), help="your name on each label")
+    export.add_argument("--out", type=Path, help="sheet (default: labels-sheet.csv there)")
+    export.add_argument("--with-judge", action="store_true", help="show the judge's labels")
+    imported = sub.add_parser("import", help="check a filled sheet and store its labels")
+    imported.add_argument("file", type=Path, help="the sheet (.csv or .jsonl)")
+    imported.add_argument("--out", type=Path, help="labels file (default: labels.jsonl beside)")
+    pull = sub.add_parser("pull", help="read HUMAN assessments from the runs' MLflow traces")
+    pull.add_argument("target", metavar="RUN_OR_SWEEP", help="a run dir or a sweep dir")
+    pull.add_argument("--out", type=Path, help="labels file (default: labels.jsonl there)")
+    pull.add_argument(
+        "--tracking-uri",
+        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+    pull.add_argument(
+        "--experiment", help="the MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME, else ragexp)"
+    )
+    return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """``ragexp label RUN_OR_SWEEP`` is the terminal labeller; ``export``, ``import`` and
+    ``pull`` are the other actions."""
+    argv = list(argv)
+    if argv and argv[0] not in (*ACTIONS, "terminal", "-h", "--help"):
+        argv = ["terminal", *argv]
+    args = parser().parse_args(argv)
+    if args.action is None:
+        parser().error("give a run or sweep dir to label, or export / import / pull")
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        vocab = vocabularies(registry(), list(registry().metrics))
+        if args.action == "import":
+            return _import(args.file, args.out or args.file.parent / LABELS_FILE, vocab)
+        target = find_target(args.target)
+        if args.action == "pull":
+            return _pull(target, args, vocab)
+        drawn = draw(target.jobs, args.n, args.seed)
+        metrics = _metrics(target, vocab)
+        if args.action == "export":
+            return _export(target, drawn, metrics, args)
+        out = args.out or target.labels_path
+        label_in_terminal(
+            target, drawn, {m: vocab[m] for m in metrics}, out=out,
+            sample=sample_name(args.seed, args.n), primary=metrics[0] if metrics else "",
+            labeler=args.labeler,
+        )  # fmt: skip
+        print(f"ragexp: use them with labels={out} on the same command as the run or sweep")
+        return 0
+    except RagexpError as exc:
+        fail(exc)
+
+
+def _metrics(target: Target, vocab: Vocabularies) -> list[str]:
+    """The labelled metrics of the target's cases that take labels, in their run's order."""
+    found: list[str] = []
+    for job in target.jobs:
+        for case in job.cases:
+            found += [m for m in case.metrics if m in vocab and m not in found]
+    return found
+
+
+def _export(
+    target: Target, drawn: list[Drawn], metrics: list[str], args: argparse.Namespace
+) -> int:
+    rows = sheet_rows(drawn, metrics, sample_name(args.seed, args.n), with_judge=args.with_judge)
+    csv_path, jsonl_path = write_sheet(args.out or target.home / "labels-sheet.csv", rows)
+    jobs = len(target.jobs)
+    print(
+        f"ragexp: {len(rows)} answers to label ({args.n} per job, {jobs} job"
+        f"{'' if jobs == 1 else 's'}, drawn at random with seed {args.seed}; the corrected "
+        f"means assume a random sample) in {csv_path} (and {jsonl_path.name}); fill in the "
+        f"columns {', '.join(metrics)}, then `ragexp label import {csv_path}`"
+    )
+    return 0
+
+
+def _import(sheet: Path, out: Path, vocab: Vocabularies) -> int:
+    labels = read_sheet(sheet, vocab)
+    existing = {(*lab.key(), lab.labeler, lab.label) for lab in read_labels(out, vocab)} if (
+        out.exists()
+    ) else set()  # fmt: skip
+    new = [lab for lab in labels if (*lab.key(), lab.labeler, lab.label) not in existing]
+    append_labels(out, new)
+    print(
+        f"ragexp: {len(new)} labels stored in {out}"
+        + (f" ({len(labels) - len(new)} were there already)" if len(new) < len(labels) else "")
+        + f"; use them with labels={out}"
+    )
+    return 0
+
+
+def _pull(target: Target, args: argparse.Namespace, vocab: Vocabularies) -> int:
+    run_ids = [job.mlflow_run_id for job in target.jobs if job.mlflow_run_id]
+    if not run_ids:
+        fail(
+            RagexpError(
+                f"{args.target}: no MLflow run recorded in its job.json; pull from a run that "
+                "was logged (tracking.enabled=true)"
+            )
+        )
+    tracking = TrackingConfig(tracking_uri=args.tracking_uri, experiment=args.experiment)
+    pulled = pull_labels(tracking.uri(), tracking.experiment_name(), vocab, run_ids)
+    out = args.out or target.labels_path
+    existing = {(*lab.key(), lab.labeler, lab.label) for lab in read_labels(out, vocab)} if (
+        out.exists()
+    ) else set()  # fmt: skip
+    new = [lab for lab in pulled.labels if (*lab.key(), lab.labeler, lab.label) not in existing]
+    append_labels(out, new)
+    skipped = f"; {pulled.skipped} HUMAN assessments were no label" if pulled.skipped else ""
+    print(
+        f"ragexp: {len(new)} new labels from {len(run_ids)} MLflow run(s), {pulled.traces} "
+        f"traces, in {out}{skipped}; use them with labels={out}"
+    )
+    return 0
+
+
+def _user() -> str | None:
+    try:
+        return os.environ.get("RAGEXP_LABELER") or getpass.getuser()
+    except (KeyError, OSError):
+        return None

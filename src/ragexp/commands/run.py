@@ -1,0 +1,98 @@
+"""A run or a sweep: ``python -m ragexp [overrides] [-m sweep overrides]``, the Hydra app.
+
+Before Hydra sees the command line, the multirun flag is moved to the front, and every job the
+command would run is composed and validated, so a mistake is one line and exit code 2 before any
+job starts. In a multirun, the Hydra callback (`ragexp.sweep.callback`) ties the jobs together.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from ragexp.commands.argv import normalize_argv, single_run_name
+from ragexp.config.hydra import check_command, config_dir, register_resolvers
+from ragexp.config.schema import primary_metric
+from ragexp.errors import RagexpError, RagexpWarning, fail
+from ragexp.plugins.listing import metrics_help
+from ragexp.plugins.manager import registry
+from ragexp.run.preflight import check_servers
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _job(cfg: DictConfig) -> float | None:
+    """One Hydra job; returns the mean of the primary metric (what a search sweeper such as
+    Optuna optimises). In a multirun, a job that fails says so and lets the others run."""
+    from hydra.types import RunMode
+
+    from ragexp.run.job import run_job
+
+    hc = HydraConfig.get()
+    run_name = single_run_name(hc.job.override_dirname)
+    swept: dict[str, str] = {}
+    tags: dict[str, str] = {}
+    multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        from ragexp.results.jobs import job_label
+        from ragexp.sweep.link import SweepLink, job_values
+
+        link = SweepLink.read(Path(hc.sweep.dir))
+        if link is not None:
+            swept = job_values(hc.overrides.task, link.swept)
+            run_name = job_label(swept)
+            tags = {"mlflow.parentRunId": link.parent_run_id} if link.parent_run_id else {}
+    try:
+        summary = run_job(
+            cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags
+        )
+    except RagexpError as exc:
+        if not multirun:
+            fail(exc)
+        print(f"ragexp: error: job {hc.job.num} ({run_name}): {exc}", file=sys.stderr)
+        return None
+    except KeyboardInterrupt as exc:
+        print(
+            f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl",
+            file=sys.stderr,
+        )
+        sys.exit(getattr(exc, "exit_code", 130))
+    primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
+    return primary.mean if primary else None
+
+
+def run_command(argv: Sequence[str], commands_help: Callable[[], str]) -> int:
+    """Check every job's config, then hand over to Hydra; the exit code of the whole command.
+    ``commands_help``: the subcommands, for ``--help``."""
+    show_warnings_as_lines()
+    sys.argv = normalize_argv(argv)
+    register_resolvers(metrics_help, commands_help)
+    try:
+        checked = check_command(sys.argv, lambda: registry().known())
+        if checked.multirun:  # a server that is down stops the sweep before its first job
+            check_servers(checked.configs, registry())
+    except RagexpError as exc:
+        fail(exc)
+    _job()
+    from ragexp.sweep import callback
+
+    return callback.exit_code
+
+
+def show_warnings_as_lines() -> None:
+    """Print ragexp's own warnings as one `ragexp: warning: ...` line each."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RagexpWarning):
+            print(f"ragexp: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, *args, **kwargs)
+
+    warnings.showwarning = show

@@ -1,0 +1,37 @@
+"""The run's configuration: the pydantic schema (`schema`, with the LLM endpoints in `llm`),
+metric options (`options`), one-line validation errors (`validate`) and the Hydra glue that
+composes it (`hydra`)."""
+
+from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig
+from ragexp.config.schema import (
+    CacheConfig,
+    CompareConfig,
+    DatasetConfig,
+    GateConfig,
+    Known,
+    PromptConfig,
+    RetrieverConfig,
+    RunConfig,
+    RunOptions,
+    TrackingConfig,
+    primary_metric,
+)
+from ragexp.config.validate import validate_config
+
+__all__ = [
+    "CacheConfig",
+    "CompareConfig",
+    "DatasetConfig",
+    "EmbedderConfig",
+    "GateConfig",
+    "JudgeConfig",
+    "Known",
+    "LLMConfig",
+    "PromptConfig",
+    "RetrieverConfig",
+    "RunConfig",
+    "RunOptions",
+    "TrackingConfig",
+    "primary_metric",
+    "validate_config",
+]

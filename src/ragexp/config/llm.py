@@ -1,0 +1,173 @@
+"""The config of one LLM endpoint (generator, judge, embedder), and the rules for its values: an
+Ollama host as Ollama's own client reads ``OLLAMA_HOST``, an API key named, never given."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import urllib.parse
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+
+
+class StrictModel(BaseModel):
+    """A config section: unknown keys refused, values frozen once validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_known(value: str, kind: str, info: ValidationInfo, extra: tuple[str, ...] = ()) -> str:
+    """``value`` when the plugins registered it as one of ``kind`` (the validation context's
+    `Known`; without one, anything goes)."""
+    known = (info.context or {}).get("known")
+    if known is None:
+        return value
+    allowed = sorted(set(getattr(known, kind)) | set(extra))
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_GIVEN = "api_key_env_value"
+"""Error type of a bad `api_key_env`; its value is never shown, since it may be the key."""
+KEY_PREFIXES = ("sk-", "xai-", "pplx-", "nvapi-", "AIza", "eyJ")
+"""How API keys that are no variable name start: OpenAI, Anthropic, DeepSeek, OpenRouter (sk-),
+xAI, Perplexity, NVIDIA, Google, JWTs. Keys shaped like a name (hf_, ghp_, gsk_...) are caught by
+their long random tail."""
+_RANDOM_RUN_RE = re.compile(r"[A-Za-z0-9]{28,}")
+
+
+def looks_like_key(value: str) -> bool:
+    """True for a value shaped like an API key rather than a variable name: a known key prefix
+    in a value that is no variable name, or a run of 28+ letters and digits mixing both (or, for
+    32+, mixing cases): Mistral, Cohere, Together and Azure keys have no prefix but are 32+ long.
+    """
+    if not ENV_NAME_RE.fullmatch(value) and (value.startswith(KEY_PREFIXES) or len(value) >= 20):
+        return True
+    for run in _RANDOM_RUN_RE.findall(value):
+        digits = any(c.isdigit() for c in run)
+        letters = any(c.isalpha() for c in run)
+        mixed_case = any(c.islower() for c in run) and any(c.isupper() for c in run)
+        if (digits and letters) or (len(run) >= 32 and mixed_case):
+            return True
+    return False
+
+
+class LLMConfig(StrictModel):
+    """One LLM endpoint: the generator, the judge, or the dense retriever's embedder."""
+
+    backend: str = "auto"
+    """`auto` (bundled model names go to `embedded`, all others to `ollama`), or a backend name."""
+    model: str
+    """Model name as the backend knows it, e.g. `smollm2:135m`, `llama3.2:3b`."""
+    base_url: str | None = None
+    """Server URL; for Ollama, default `$OLLAMA_HOST` or http://localhost:11434."""
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = 42
+    num_ctx: int = Field(4096, ge=256)
+    """Context window; Ollama silently truncates longer prompts unless it is set."""
+    max_tokens: int = Field(256, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    """Requests per call when the server fails transiently (a timeout, a dropped connection,
+    HTTP 429/500/502/503/504, a body that is not JSON, an error mid-stream); 1 never retries."""
+    retry_backoff_s: float = Field(0.5, ge=0)
+    """Wait before the first retry, doubling for each next one (with jitter, at most 30 s)."""
+    concurrency: int = Field(2, ge=1, le=64)
+    """Calls in flight at once against this endpoint."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself)."""
+    keep_alive: str | None = None
+    """Ollama only: how long the server keeps the model loaded after a call, e.g. `10m`."""
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_known(cls, value: str, info: ValidationInfo) -> str:
+        return check_known(value, "backends", info, extra=("auto",))
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _a_variable_name(cls, value: Any) -> Any:
+        """The name of a variable, never the key: a key given here would be printed and written
+        to `.hydra/`. The error never shows the value (see `_one_line`)."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, str) and ENV_NAME_RE.fullmatch(value) and not looks_like_key(value):
+            return value
+        if looks_like_key(str(value)):
+            raise PydanticCustomError(
+                KEY_GIVEN, "this looks like a key itself, not the name of a variable that holds it"
+            )
+        raise PydanticCustomError(
+            KEY_GIVEN,
+            "not the name of an environment variable (letters, digits and _, not starting with "
+            "a digit)",
+        )
+
+    def resolved_base_url(self) -> str:
+        """The URL to call: `base_url`, else Ollama's `OLLAMA_HOST` convention."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return ollama_host_url(os.environ.get("OLLAMA_HOST", ""))
+
+    def api_key(self) -> str | None:
+        """The secret itself, read from the environment at call time, never stored."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+def ollama_host_url(host: str) -> str:
+    """Turn `OLLAMA_HOST` into a URL the way the official Python client does (`_parse_host`).
+
+    `host`, `host:port`, `:port` and full URLs are accepted; a scheme without a port means its
+    default port (80/443), no scheme means port 11434; unset or blank means localhost:11434.
+    """
+    host = host.strip()
+    if not host:
+        return DEFAULT_OLLAMA_URL
+    scheme, _, hostport = host.partition("://")
+    port = 11434
+    if not hostport:
+        scheme, hostport = "http", host
+    elif scheme == "http":
+        port = 80
+    elif scheme == "https":
+        port = 443
+    split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
+    name = split.hostname or "127.0.0.1"
+    try:
+        if isinstance(ipaddress.ip_address(name), ipaddress.IPv6Address):
+            name = f"[{name}]"
+    except ValueError:
+        pass
+    url = f"{scheme}://{name}:{split.port or port}"
+    path = split.path.strip("/")
+    return f"{url}/{path}" if path else url
+
+
+class JudgeConfig(LLMConfig):
+    """The judge model behind LLM-as-judge metrics."""
+
+    repeats: int = Field(1, ge=1, le=20)
+    """Judge every answer this many times (seed + 0, 1, ...; answers are not regenerated) to
+    measure the judge's own noise; the first judgement is the score."""
+
+    def replicate(self, index: int) -> LLMConfig:
+        """The endpoint config of judgement ``index``: the same model, its seed moved by
+        ``index`` (an unseeded judge stays unseeded)."""
+        fields = self.model_dump(exclude={"repeats"})
+        if self.seed is not None:
+            fields["seed"] = self.seed + index
+        return LLMConfig(**fields)
+
+
+class EmbedderConfig(LLMConfig):
+    """The embedding model behind dense retrieval."""
+
+    model: str = "nomic-embed-text"
+    batch_size: int = Field(32, ge=1)

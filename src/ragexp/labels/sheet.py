@@ -1,0 +1,138 @@
+"""The labelling sheet: the drawn answers as a CSV that opens in a spreadsheet (and the same rows
+as JSONL), one empty column per metric to fill in; and reading a filled sheet back as labels.
+
+The judge's verdicts are left out unless asked for (``--with-judge``): people label blind.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragexp.errors import ConfigError
+from ragexp.labels.draw import Drawn
+from ragexp.results.labels import HumanLabel, Vocabularies, parse_label
+
+FIXED = [
+    "sample",
+    "job",
+    "case_id",
+    "answer_sha256",
+    "question",
+    "retrieved",
+    "answer",
+    "reference",
+]
+TRAILING = ["labeler", "note"]
+JUDGE_PREFIX = "judge_"
+
+
+def sheet_rows(
+    drawn: Sequence[Drawn], metrics: Sequence[str], sample: str, *, with_judge: bool = False
+) -> list[dict[str, str]]:
+    """One row per drawn answer: its jobs, the case, the retrieved chunks, an empty column per
+    metric (and the judge's label beside it with ``with_judge``)."""
+    rows = []
+    for item in drawn:
+        case = item.case
+        row = {
+            "sample": sample,
+            "job": "; ".join(item.jobs),
+            "case_id": case.case_id,
+            "answer_sha256": item.answer_sha256,
+            "question": case.question,
+            "retrieved": "\n\n".join(f"[{c.chunk_id}] {c.text}" for c in case.retrieved),
+            "answer": case.answer or "",
+            "reference": case.reference or "",
+        }
+        for metric in metrics:
+            row[metric] = ""
+            if with_judge:
+                result = case.metrics.get(metric)
+                row[JUDGE_PREFIX + metric] = (result.label or "") if result else ""
+        row.update(labeler="", note="")
+        rows.append(row)
+    return rows
+
+
+def write_sheet(path: Path, rows: Sequence[Mapping[str, str]]) -> tuple[Path, Path]:
+    """``path`` as CSV (UTF-8 with a byte-order mark, which spreadsheets read as UTF-8) and the
+    same rows as JSONL beside it; returns both paths."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(rows[0]) if rows else [*FIXED, *TRAILING]
+    with path.open("w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    jsonl = path.with_suffix(".jsonl")
+    jsonl.write_text(
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
+    )
+    return path, jsonl
+
+
+def read_sheet(path: Path, vocabularies: Vocabularies) -> list[HumanLabel]:
+    """The labels of a filled sheet (CSV or JSONL): one per filled metric cell. Bad input is one
+    `ConfigError` ``file:line: what is wrong``."""
+    labels = []
+    for where, row in _rows(path, vocabularies):
+        for metric in vocabularies:
+            value = str(row.get(metric) or "").strip()
+            if not value:
+                continue
+            label = {
+                "case_id": row.get("case_id"),
+                "answer_sha256": row.get("answer_sha256") or None,
+                "metric": metric,
+                "label": value,
+                "labeler": (row.get("labeler") or "").strip() or None,
+                "note": (row.get("note") or "").strip() or None,
+                "sample": (row.get("sample") or "").strip() or None,
+            }
+            if not label["answer_sha256"]:
+                label.pop("answer_sha256")
+                label["answer"] = row.get("answer")
+            labels.append(parse_label(label, where, vocabularies))
+    return labels
+
+
+def _check_columns(columns: Sequence[str], where: str, vocabularies: Vocabularies) -> None:
+    """Every column is the sheet's own or a metric that takes labels (a typo is caught)."""
+    for column in columns:
+        known = column in FIXED or column in TRAILING or column.startswith(JUDGE_PREFIX)
+        if not known and column not in vocabularies:
+            raise ConfigError(
+                f"{where}: unknown column '{column}'; the metrics that take labels: "
+                f"{', '.join(sorted(vocabularies)) or 'none'}"
+            )
+
+
+def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
+    if path.suffix.lower() == ".jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise ConfigError(f"{path}:{number}: expected a JSON object")
+            _check_columns(list(row), f"{path}:{number}", vocabularies)
+            yield f"{path}:{number}", row
+        return
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    if reader.fieldnames is None or "case_id" not in reader.fieldnames:
+        raise ConfigError(
+            f"{path}:1: no case_id column; give the sheet `ragexp label export` wrote"
+        )
+    _check_columns(list(reader.fieldnames), f"{path}:1", vocabularies)
+    for row in reader:
+        yield f"{path}:{reader.line_num}", {k: v for k, v in row.items() if k is not None}

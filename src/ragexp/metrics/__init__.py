@@ -1,0 +1,32 @@
+"""The metric contract: the interface a metric plugin implements (built-in or third-party), its
+optional capabilities, and `scoring`, which holds every result to that contract."""
+
+from ragexp.metrics.interface import (
+    Judge,
+    Metric,
+    ReadsMean,
+    RegisterMetric,
+    Sample,
+    TakesLabels,
+    format_context,
+    label_scores,
+    options_model,
+    read_mean,
+    resolve_options,
+    strip_reasoning,
+)
+
+__all__ = [
+    "Judge",
+    "Metric",
+    "ReadsMean",
+    "RegisterMetric",
+    "Sample",
+    "TakesLabels",
+    "format_context",
+    "label_scores",
+    "options_model",
+    "read_mean",
+    "resolve_options",
+    "strip_reasoning",
+]

@@ -1,0 +1,131 @@
+"""The metric interface every metric plugin implements, built-in or third-party."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from ragexp.config.options import check_options
+from ragexp.results.case import MetricResult, RetrievedChunk
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What a metric sees of one case."""
+
+    case_id: str
+    question: str
+    answer: str
+    contexts: tuple[RetrievedChunk, ...]
+    reference: str | None = None
+    relevant_docs: tuple[str, ...] | None = None
+
+
+def format_context(chunks: Sequence[RetrievedChunk]) -> str:
+    """Chunks joined for a prompt, each preceded by its source id in brackets."""
+    return "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
+
+
+THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+THINK_END_RE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_reasoning(raw: str) -> str:
+    """Remove ``<think>...</think>`` blocks: an unclosed one runs to the end of the text, and a
+    closing tag without its opening one (DeepSeek-R1 style templates) ends the reasoning."""
+    text = THINK_RE.sub("", raw)
+    return THINK_END_RE.split(text)[-1]
+
+
+Judge = Callable[[str], Awaitable[str]]
+"""Ask the judge model one prompt (a single user message); returns its raw text."""
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """A metric scores one case at a time.
+
+    ``name`` is what users list in ``metrics=[...]``; ``version`` is recorded with every result
+    and must change when the prompt or parser changes; ``needs_judge`` says whether ``score``
+    gets a judge (otherwise it receives ``None``).
+
+    A metric with options declares them as a nested pydantic model named ``Options`` (every
+    field with a default): ragexp checks ``metric_options.<name>.*`` against it before any LLM
+    call, and ``score`` receives an ``Options`` instance. Without ``Options``, ``score`` receives
+    the ``metric_options.<name>`` mapping as given.
+
+    Optional capabilities, each an attribute or method the core reads when the metric has it
+    (`ReadsMean`, `TakesLabels`): built-in metrics use them exactly as a third party would.
+    """
+
+    name: str
+    version: str
+    needs_judge: bool
+
+    async def score(self, sample: Sample, judge: Judge | None, options: Any) -> MetricResult:
+        """Score one sample; raise to have the error recorded on this case."""
+        ...
+
+
+@runtime_checkable
+class ReadsMean(Protocol):
+    """Optional: a metric that says how to read its mean (faithfulness: the original harness's
+    bands). The sentence is kept in ``summary.json`` (``metrics.<name>.reading``) and shown in
+    ``report.md``; ``ci_low``/``ci_high`` are the mean's 95% interval over ``n`` cases."""
+
+    def reading(self, mean: float, ci_low: float | None, ci_high: float | None, n: int) -> str:
+        """One markdown sentence about the mean, or "" to say nothing."""
+        ...
+
+
+@runtime_checkable
+class TakesLabels(Protocol):
+    """Optional: a metric people can label. ``label_scores`` is its vocabulary, each label with
+    its score in [0, 1] (faithfulness ``{"YES": 1, "PARTIAL": 0.5, "NO": 0}``): human labels are
+    given in it, the judge reliability card orders labels by it, and the corrected means score
+    people's labels with it."""
+
+    label_scores: Mapping[str, float]
+
+
+def label_scores(metric: object) -> dict[str, float] | None:
+    """The metric's label vocabulary (`TakesLabels`), or None when it declares none."""
+    scores = getattr(metric, "label_scores", None)
+    return dict(scores) if isinstance(scores, Mapping) and scores else None
+
+
+def read_mean(
+    metric: object, mean: float | None, ci_low: float | None, ci_high: float | None, n: int
+) -> str | None:
+    """What ``metric`` says of its mean, if it has the `ReadsMean` capability and a mean; a
+    reading that raises or is not text is left out (the run does not depend on it)."""
+    reading = getattr(metric, "reading", None)
+    if mean is None or not callable(reading):
+        return None
+    try:
+        text = reading(mean, ci_low, ci_high, n)
+    except Exception:  # an optional view of a plugin's: never a reason to fail the run
+        return None
+    return text if isinstance(text, str) and text else None
+
+
+def options_model(metric: object) -> type[BaseModel] | None:
+    """The metric's ``Options`` model, or None when it declares none."""
+    model = getattr(metric, "Options", None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def resolve_options(metric: Metric, given: Mapping[str, Any]) -> Any:
+    """What ``score`` receives: ``given`` validated into the metric's ``Options`` (defaults
+    filled), or ``given`` itself when the metric declares none. Raises `ConfigError`, one line
+    naming the key ``metric_options.<metric>.<option>``; an unknown key is refused even when
+    the model itself would ignore it."""
+    return check_options(metric.name, options_model(metric), given)
+
+
+RegisterMetric = Callable[[Metric], None]
+"""The callback ``ragexp_register_metrics`` receives."""

@@ -1,0 +1,80 @@
+"""``ragexp plan``'s answer: per metric the cases needed, the MDE at the pilot's size, and the
+variance terms behind them, as text, markdown or JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragexp.reporting.wording import num
+from ragexp.stats.power import MetricPlan
+
+
+def plan_json(plans: Sequence[MetricPlan]) -> dict[str, Any]:
+    return {
+        "metrics": {
+            p.metric: {
+                "cases_needed": p.cases_needed,
+                "mde": p.mde,
+                "n": p.n,
+                "effect": p.effect,
+                "power": p.power,
+                "configs": p.configs,
+                "alpha": p.alpha,
+                "basis": p.basis,
+                "variance": {
+                    "omega2": p.terms.omega2,
+                    "sigma2": p.terms.sigma2,
+                    "repeats": p.terms.repeats,
+                    "per_case": p.terms.per_case,
+                    "design_effect": p.terms.deff,
+                    "sd": p.sd,
+                    "dominant": p.terms.dominant,
+                },
+            }
+            for p in plans
+        }
+    }
+
+
+def plan_lines(plans: Sequence[MetricPlan], *, markdown: bool) -> list[str]:
+    """One block per metric: the answer first, then where it comes from."""
+    lines = ["# ragexp plan", ""] if markdown else []
+    for p in plans:
+        needed = f"{p.cases_needed:,}" if p.cases_needed is not None else "n/a"
+        head = (
+            f"{p.metric}: about {needed} cases per configuration to detect a "
+            f"{p.effect * 100:g}-point difference with {p.power:.0%} power "
+            f"({p.configs} configurations: α {p.alpha:.3g} after Holm's first step)"
+        )
+        lines.append(f"## {head}" if markdown else head)
+        lines += [""] if markdown else []
+        detail = [
+            f"at the pilot's {p.n} cases the smallest detectable difference is "
+            f"±{num(p.mde, digits=3)}",
+            f"per-case difference: sd {p.sd:.3f}; variance ω² {p.terms.omega2:.4f} (the cases) "
+            f"+ σ²/K {p.terms.sigma2 / p.terms.repeats:.4f} (the judge's noise, K = "
+            f"{p.terms.repeats}); design effect {p.terms.deff:.2f}",
+            _dominant(p),
+            "from the paired differences between the pilot's jobs"
+            if p.basis == "paired"
+            else "from one run: two configurations' scores taken as uncorrelated (a sweep "
+            "measures how they move together, usually needing fewer cases)",
+        ]
+        lines += [f"- {d}" for d in detail] if markdown else [f"  {d}" for d in detail]
+        lines.append("")
+    return lines
+
+
+def _dominant(p: MetricPlan) -> str:
+    if p.terms.sigma2 == 0:
+        return (
+            "the judge's noise was not measured (judge.repeats=2 measures it); the cases' own "
+            "spread is all there is: more cases buy power"
+        )
+    if p.terms.dominant == "judge":
+        return (
+            "the judge's noise dominates: a steadier judge (or averaging repeated judgements) "
+            "buys more power than more cases"
+        )
+    return "the cases' own spread dominates: more cases buy more power than more judge repeats"

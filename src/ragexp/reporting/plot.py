@@ -1,0 +1,122 @@
+"""The sweep's plots: the primary metric against the first swept key, with 95% CI bars, one line
+per value of the other swept keys (`plot_summary`); and the primary metric against its cost in
+tokens per case, the Pareto front joined (`plot_cost`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragexp.results.jobs import job_label, short_keys
+from ragexp.stats.ranking import SweepSummary
+
+
+def plot_summary(summary: SweepSummary, path: Path) -> bool:
+    """Write the PNG; False (nothing written) when no job has a score to plot."""
+    points = [
+        (row.job.swept, m.mean, m.ci_low, m.ci_high)
+        for row in summary.rows
+        if row.job.summary
+        and (m := row.job.summary.metrics.get(summary.primary)) is not None
+        and m.mean is not None
+    ]
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x_key = summary.swept[0] if summary.swept else ""
+    x_values = list(dict.fromkeys(swept.get(x_key, "") for swept, *_ in points))
+    numeric = all(_is_number(v) for v in x_values)
+    if numeric:
+        x_values.sort(key=float)
+    position = {v: (float(v) if numeric else i) for i, v in enumerate(x_values)}
+    lines: dict[str, list[tuple[float, float, float, float]]] = {}
+    for swept, mean, low, high in points:
+        rest = {k: v for k, v in swept.items() if k != x_key}
+        x = position[swept.get(x_key, "")]
+        lo = mean - low if low is not None else 0.0
+        hi = high - mean if high is not None else 0.0
+        lines.setdefault(job_label(rest) if rest else summary.primary, []).append((x, mean, lo, hi))
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    width = 0.08 * (len(lines) - 1) if not numeric else 0.0
+    for i, (name, values) in enumerate(lines.items()):
+        values.sort()
+        shift = (i - (len(lines) - 1) / 2) * 0.08 if width else 0.0
+        axes.errorbar(
+            [v[0] + shift for v in values],
+            [v[1] for v in values],
+            yerr=[[v[2] for v in values], [v[3] for v in values]],
+            marker="o",
+            capsize=4,
+            label=name,
+        )
+    axes.set_xlabel(short_keys([x_key])[x_key] if x_key else "job")
+    if not numeric:
+        axes.set_xticks(range(len(x_values)), x_values)
+    axes.set_ylabel(f"{summary.primary} (mean, 95% CI)")
+    axes.set_ylim(-0.02, 1.02)
+    axes.grid(alpha=0.3)
+    if len(lines) > 1 or summary.swept[1:]:
+        axes.legend(fontsize="small")
+    axes.set_title(f"{summary.primary} by {' × '.join(short_keys(summary.swept).values())}")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return True
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+COST_PLOT_FILE = "summary_cost.png"
+
+
+def plot_cost(summary: SweepSummary, path: Path) -> bool:
+    """Write the quality-against-cost PNG; False (nothing written) without costs or scores."""
+    points = []
+    for row in summary.rows:
+        s = row.job.summary
+        m = s.metrics.get(summary.primary) if s else None
+        if s is None or s.cost is None or s.cost.tokens_per_case is None or m is None:
+            continue
+        if m.mean is None:
+            continue
+        low = m.mean - m.ci_low if m.ci_low is not None else 0.0
+        high = m.ci_high - m.mean if m.ci_high is not None else 0.0
+        points.append((s.cost.tokens_per_case, m.mean, low, high, row.job.label, row.on_front))
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for cost, mean, low, high, label, on_front in points:
+        axes.errorbar(
+            [cost], [mean], yerr=[[low], [high]], marker="o", capsize=4,
+            color="tab:blue" if on_front else "tab:gray",
+        )  # fmt: skip
+        axes.annotate(label, (cost, mean), textcoords="offset points", xytext=(6, 6),
+                      fontsize="small")  # fmt: skip
+    front = sorted((p[0], p[1]) for p in points if p[5])
+    if len(front) > 1:
+        axes.plot([f[0] for f in front], [f[1] for f in front], "--", color="tab:blue",
+                  alpha=0.6, label="Pareto front")  # fmt: skip
+        axes.legend(fontsize="small")
+    axes.set_xlabel("tokens per case (prompt + completion, every call)")
+    axes.set_ylabel(f"{summary.primary} (mean, 95% CI)")
+    axes.set_ylim(-0.02, 1.02)
+    axes.grid(alpha=0.3)
+    axes.set_title(f"{summary.primary} against cost (grey: dominated)")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return True

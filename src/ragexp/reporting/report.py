@@ -1,0 +1,251 @@
+"""`report.md`: what a person reads after a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ragexp.config.schema import RunConfig
+from ragexp.reporting.card import card_markdown
+from ragexp.reporting.wording import (
+    clusters_cell,
+    metric_failure_line,
+    noise_line,
+    num,
+    self_judge_note,
+    tiny_judge_note,
+)
+from ragexp.results.case import CaseResult
+from ragexp.results.summary import Summary
+
+PREVIEW_CHARS = 160
+
+
+def notes_for(config: RunConfig, backends: Mapping[str, str], self_judge: bool) -> list[str]:
+    """The notes on the judge that lead the report."""
+    notes: list[str] = []
+    if self_judge:
+        notes.append(self_judge_note(config.judge.model))
+    if backends.get("judge") == "embedded":
+        notes.append(tiny_judge_note(config.judge.model))
+    return notes
+
+
+def render_report(
+    config: RunConfig,
+    summary: Summary,
+    cases: Sequence[CaseResult],
+    *,
+    backends: Mapping[str, str],
+    wall_s: float,
+    llm_calls: int,
+    self_judge: bool,
+    failed: str | None = None,
+) -> str:
+    """The run's report; ``failed`` (why the run counts as failed) leads it when given."""
+    lines = _settings(config, summary, backends, wall_s, llm_calls)
+    lines += _banners(summary, failed)
+    for note in notes_for(config, backends, self_judge):
+        lines += [f"> {note}", ""]
+    for warning in summary.warnings:
+        lines += [f"> **Warning:** {warning}", ""]
+    lines += _scores(summary)
+    lines += judge_cards(summary)
+    lines += _sources(summary)
+    noisy = [(name, m.noise) for name, m in summary.metrics.items() if m.noise is not None]
+    if noisy:
+        lines += ["", "## Judge noise", ""]
+        lines += [f"- {noise_line(name, noise)}" for name, noise in noisy]
+    lines += ["", "## Cases", ""]
+    for case in cases:
+        lines += _case_section(case)
+    return "\n".join(lines) + "\n"
+
+
+def _settings(
+    config: RunConfig,
+    summary: Summary,
+    backends: Mapping[str, str],
+    wall_s: float,
+    llm_calls: int,
+) -> list[str]:
+    return [
+        f"# ragexp report: {config.dataset.name}",
+        "",
+        "| setting | value |",
+        "| --- | --- |",
+        f"| generator | `{config.generator.model}` ({backends.get('generator', '?')}) |",
+        f"| judge | `{config.judge.model}` ({backends.get('judge', 'not used')}) |",
+        f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
+        f"chunks of {config.retriever.chunk_size} words |",
+        f"| prompt | {config.prompt.name} |",
+        f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
+        f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_retried(summary)}"
+        f"{_cached(summary)} |",
+        "",
+    ]
+
+
+def _banners(summary: Summary, failed: str | None) -> list[str]:
+    """A failed or interrupted run says so before any score."""
+    lines = []
+    if failed:
+        lines += [
+            f"> **Failed:** {failed}. The scores below cover only the cases that were scored; "
+            "fix the cause and run the same command again: finished calls come from the cache.",
+            "",
+        ]
+    if summary.status == "interrupted":
+        lines += [
+            f"> **Interrupted:** the run stopped after {summary.n_cases} of {summary.n_planned} "
+            "cases; the scores below cover those cases only. Run the same command again to "
+            "finish it: calls already made come from the cache.",
+            "",
+        ]
+    return lines
+
+
+def _scores(summary: Summary) -> list[str]:
+    """The table of means, what they cover, the metrics that failed and each metric's own
+    reading of its mean."""
+    lines = [
+        "## Scores",
+        "",
+        "| metric | mean | 95% CI | n | clusters (deff) | labels | parse failures | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, m in summary.metrics.items():
+        mean = f"{m.mean:.3f}" if m.mean is not None else "n/a"
+        ci = f"{m.ci_low:.3f} – {m.ci_high:.3f}" if m.ci_low is not None else "n/a"
+        labels = ", ".join(f"{k}: {v}" for k, v in m.label_counts.items()) or "–"
+        n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
+        lines.append(
+            f"| {name} | {mean} | {ci} | {n} | {clusters_cell(m)} | {labels} | "
+            f"{m.parse_failures} | {m.errors} |"
+        )
+    counts = {name: m.n for name, m in summary.metrics.items()}
+    if len(set(counts.values())) > 1 or any(n < summary.n_cases for n in counts.values()):
+        covered = ", ".join(f"{name} {n}" for name, n in counts.items())
+        lines += [
+            "",
+            f"Each mean covers the cases its metric scored ({covered} of {summary.n_cases}): "
+            "the others failed, or the metric could not score them (n/a, e.g. no reference). "
+            "Compare means over the same cases with `ragexp compare`.",
+        ]
+    failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
+    if failing:
+        lines += [""] + [f"- {metric_failure_line(name, m)}" for name, m in failing]
+    for m in summary.metrics.values():
+        if m.reading:
+            lines += ["", m.reading]
+    corrected = [(name, m) for name, m in summary.metrics.items() if m.calibrated is not None]
+    if corrected:
+        lines += [
+            "",
+            "Corrected for the judge's bias with human labels (prediction-powered inference):",
+            "",
+            "| metric | judge's mean | corrected mean | 95% CI | labels | judged |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {name} | {num(m.mean)} | {c.mean:.3f} | {c.ci_low:.3f} – {c.ci_high:.3f} | "
+            f"{c.n_labels} | {c.n_judged} |"
+            for name, m in corrected
+            if (c := m.calibrated) is not None
+        ]
+    return lines
+
+
+def judge_cards(summary: Summary) -> list[str]:
+    """The judge reliability cards, and what the labels matched."""
+    if summary.labels is None:
+        return []
+    info = summary.labels
+    lines = [
+        "",
+        "## The judge against people",
+        "",
+        f"Labels from `{info.source}`: {info.applied} of {info.n_read} matched an answer of this "
+        f"run" + (f"; {info.stale} are stale (their answer is not in this run)." if info.stale
+                  else "."),
+        "",
+    ]  # fmt: skip
+    for m in summary.metrics.values():
+        if m.judge_card is not None:
+            lines += card_markdown(m.judge_card)
+    return lines
+
+
+def _sources(summary: Summary) -> list[str]:
+    if not summary.sources:
+        return []
+    lines = [
+        "",
+        "## Metrics",
+        "",
+        "| metric | version | from | options |",
+        "| --- | --- | --- | --- |",
+    ]
+    return lines + [
+        f"| {name} | {s.metric_version} | {s.origin()} "
+        f"(plugin `{s.plugin}`) | {_options(s.options)} |"
+        for name, s in summary.sources.items()
+    ]
+
+
+def _case_section(case: CaseResult) -> list[str]:
+    lines = [f"### {case.case_id}", "", f"**Question:** {case.question}", ""]
+    if case.reference:
+        lines += [f"**Reference:** {case.reference}", ""]
+    if case.error:
+        return [*lines, f"**Error:** {case.error}", ""]
+    lines += [f"**Answer:** {_quote(case.answer or '')}", "", "**Retrieved:**", ""]
+    relevant = set(case.relevant_docs or ())
+    for chunk in case.retrieved:
+        preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
+        mark = " **relevant**" if chunk.doc_id in relevant else ""
+        lines.append(f"- `{chunk.chunk_id}` ({chunk.score:.3f}){mark}: {preview}…")
+    if case.relevant_docs:
+        found = relevant & {c.doc_id for c in case.retrieved}
+        lines += ["", f"Relevant documents retrieved: {len(found)} of {len(relevant)}."]
+    lines += ["", "| metric | label | score | judge said |", "| --- | --- | --- | --- |"]
+    for name, m in case.metrics.items():
+        score = f"{m.score:.2f}" if m.score is not None else "–"
+        said = m.error or ("" if m.raw is None else _cell(m.raw))
+        flag = "" if m.parse_ok else " (unparsed)"
+        lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
+    return [*lines, ""]
+
+
+def _options(options: Mapping[str, object]) -> str:
+    return ", ".join(f"`{key}={value}`" for key, value in options.items()) or "–"
+
+
+def _interrupted(summary: Summary) -> str:
+    return f", interrupted: {summary.n_planned} planned" if summary.status == "interrupted" else ""
+
+
+def _retried(summary: Summary) -> str:
+    """`` (+9 retries: 12 requests for …)`` when a transient fault made a call try again."""
+    retries = sum(c.retries for c in summary.calls.values())
+    if not retries:
+        return ""
+    made = sum(c.made for c in summary.calls.values())
+    return f" (+{retries} retries after transient faults: {made + retries} requests)"
+
+
+def _cached(summary: Summary) -> str:
+    """``, 62 from cache (generate 24, judge:faithfulness 19, ...)`` when the cache served any."""
+    served = {role: c.cached for role, c in summary.calls.items() if c.cached}
+    if not served:
+        return ""
+    by_role = ", ".join(f"{role} {n}" for role, n in served.items())
+    return f", {sum(served.values())} from cache ({by_role})"
+
+
+def _quote(text: str) -> str:
+    return " ".join(text.split()) or "_(empty)_"
+
+
+def _cell(text: str) -> str:
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return f"`{flat[:200]}`" if flat else "_(empty)_"

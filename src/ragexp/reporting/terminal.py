@@ -1,0 +1,55 @@
+"""The lines a run prints on stderr when it ends: the means, and each metric that failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragexp.reporting.card import card_terminal
+from ragexp.reporting.wording import calls_phrase, metric_failure_line
+from ragexp.results.summary import Summary
+
+
+def summary_line(
+    summary: Summary, wall_s: float, llm_calls: int, llm_cached: int, run_dir: Path
+) -> str:
+    """``ragexp: done in 12.3 s (72 LLM calls): faithfulness 0.917, ...; report: <path>``."""
+    means = ", ".join(
+        (f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a")
+        + (f" (n={m.n} of {summary.n_cases})" if m.n < summary.n_cases else "")
+        for name, m in summary.metrics.items()
+    )
+    return (
+        f"ragexp: done in {wall_s:.1f} s ({calls_phrase(llm_calls, llm_cached, summary)}): "
+        f"{means}; report: {run_dir / 'report.md'}"
+    )
+
+
+def metric_failure_lines(summary: Summary, log: Path | None) -> list[str]:
+    """One line per metric that failed on some case: how often, and its first error."""
+    where = f"; details in {log}" if log else ""
+    return [
+        f"ragexp: metric {metric_failure_line(name, m)}{where}"
+        for name, m in summary.metrics.items()
+        if m.first_error
+    ]
+
+
+def label_lines(summary: Summary) -> list[str]:
+    """What the human labels matched, and each judge card's verdict with the corrected mean."""
+    if summary.labels is None:
+        return []
+    info = summary.labels
+    lines = [
+        f"ragexp: labels from {info.source}: {info.applied} of {info.n_read} applied"
+        + (f", {info.stale} stale (their answer is not in this run)" if info.stale else "")
+    ]
+    for name, m in summary.metrics.items():
+        if m.judge_card is not None:
+            lines.append(card_terminal(m.judge_card))
+        if m.calibrated is not None and m.mean is not None:
+            c = m.calibrated
+            lines.append(
+                f"ragexp: {name} corrected for the judge: {c.mean:.3f} (95% CI {c.ci_low:.3f}-"
+                f"{c.ci_high:.3f}, {c.n_labels} labels) against the judge's {m.mean:.3f}"
+            )
+    return lines

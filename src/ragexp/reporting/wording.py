@@ -1,0 +1,86 @@
+"""The phrases more than one view uses, written once: the self-judge and tiny-judge notes, what
+the judge's noise measured, a metric that failed, the LLM calls of a run, and number formats."""
+
+from __future__ import annotations
+
+from ragexp.results.summary import MetricSummary, NoiseSummary, Summary
+
+RULE_OF_THUMB = 0.05
+"""The original harness's rule: judge twice; means more than 5 points apart mean a noisy judge."""
+
+SELF_JUDGE_MARK = "(self-judge)"
+"""Beside a job or run whose generator judged its own answers."""
+SELF_JUDGE_NAMED = " (self-judge: its generator judged its own answers)"
+"""Beside a run's name in ``ragexp compare``."""
+SELF_JUDGE_LIST = "self-judge (the generator judges its own answers; lenient)"
+"""Before the jobs of a sweep that judged their own answers."""
+
+
+def self_judge_note(judge_model: str) -> str:
+    """report.md's note on a run whose generator judges its own answers."""
+    return (
+        f"**Self-judge:** `{judge_model}` judges its own answers. Models are lenient with "
+        "their own output, so absolute scores run high; compare runs that share this "
+        "judge, or use a stronger judge (e.g. `judge.model=qwen2.5:7b`)."
+    )
+
+
+def tiny_judge_note(judge_model: str) -> str:
+    """report.md's note on a run judged by the bundled embedded model."""
+    return (
+        f"**Tiny judge:** the judge is the embedded `{judge_model}` model, which runs the "
+        "pipeline offline but is a poor judge. Treat these scores as a smoke test, not a "
+        "decision; point `judge.model` at a real model on Ollama for decisions."
+    )
+
+
+def noise_line(metric: str, noise: NoiseSummary) -> str:
+    """What ``judge.repeats`` measured for one metric, with the original harness's rule of
+    thumb applied to the measured figure."""
+    means = ", ".join(f"{m:.3f}" for m in noise.repeat_means)
+    verdict = "a noisy judge" if noise.spread > RULE_OF_THUMB else "not noisy by that rule"
+    return (
+        f"{metric}: judged {noise.repeats} times over {noise.n} cases; labels changed on "
+        f"{noise.flip_rate:.0%} of cases; the means of the judgements ({means}) span "
+        f"{noise.spread:.3f}; differences under ±{noise.floor:.3f} are within judge noise at "
+        f"{noise.n} cases. Rule of thumb (original harness): run twice, and more than 5 points "
+        f"apart means a noisy judge; measured {noise.spread * 100:.1f} points: {verdict}."
+    )
+
+
+def metric_failure_line(name: str, m: MetricSummary) -> str:
+    """``answer_length failed on 24 of 24 cases; the first: ValueError: … [plugin 'x' …]``."""
+    scored = m.n + m.n_unscored + m.errors
+    return f"{name} failed on {m.errors} of {scored} cases; the first: {m.first_error}"
+
+
+def calls_phrase(llm_calls: int, llm_cached: int, summary: Summary | None = None) -> str:
+    """``72 LLM calls``, ``10 LLM calls, 62 from cache`` or ``72 LLM calls (+9 retries)``."""
+    cached = f", {llm_cached} from cache" if llm_cached else ""
+    retries = sum(c.retries for c in summary.calls.values()) if summary else 0
+    again = f" (+{retries} {'retry' if retries == 1 else 'retries'})" if retries else ""
+    return f"{llm_calls} LLM calls{again}{cached}"
+
+
+def num(value: float | None, *, signed: bool = False, digits: int = 3) -> str:
+    """A figure as the tables show it; ``n/a`` for none."""
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    """A share as a whole percentage; ``n/a`` for none."""
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def too_few_cases(effect: float, needed: int) -> str:
+    """``too few cases to tell a 5-point difference: about 390 needed``."""
+    return f"too few cases to tell a {effect * 100:g}-point difference: about {needed:,} needed"
+
+
+def clusters_cell(m: MetricSummary | None) -> str:
+    """``18 (1.42)``: a mean's clusters and their design effect; ``–`` without a mean."""
+    if m is None or m.n_clusters is None:
+        return "–"
+    return f"{m.n_clusters} ({m.design_effect:.2f})"

@@ -1,0 +1,42 @@
+"""What a run persists: case results (``cases.jsonl``), its summary (``summary.json``), the run
+dir's files, and a sweep's jobs as they are read back from disk."""
+
+from ragexp.results.case import (
+    AppliedLabel,
+    CaseResult,
+    Judgement,
+    LLMCall,
+    MetricResult,
+    RetrievedChunk,
+)
+from ragexp.results.summary import (
+    CalibratedMean,
+    CallCount,
+    Cost,
+    JudgeCard,
+    LabelsInfo,
+    MetricSource,
+    MetricSummary,
+    NoiseSummary,
+    SettingLeniency,
+    Summary,
+)
+
+__all__ = [
+    "AppliedLabel",
+    "CalibratedMean",
+    "CallCount",
+    "CaseResult",
+    "Cost",
+    "JudgeCard",
+    "Judgement",
+    "LLMCall",
+    "LabelsInfo",
+    "MetricResult",
+    "MetricSource",
+    "MetricSummary",
+    "NoiseSummary",
+    "RetrievedChunk",
+    "SettingLeniency",
+    "Summary",
+]

@@ -1,0 +1,116 @@
+"""What a run persists: one `CaseResult` per golden case (a line of `cases.jsonl`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrievedChunk(_Model):
+    """One chunk the retriever returned for a case, best first."""
+
+    doc_id: str
+    """Path of the document relative to the corpus folder."""
+    chunk_id: str
+    """`<doc_id>#<n>`, n counting from 0 within the document."""
+    score: float
+    """The retriever's own score (BM25 or cosine similarity); higher is better."""
+    text: str
+
+
+class LLMCall(_Model):
+    """One call to an LLM, as the backend reported it."""
+
+    role: str
+    """`generate`, or `judge:<metric>`."""
+    backend: str
+    model: str
+    model_id: str
+    """Model identity: Ollama digest or GGUF sha256."""
+    prompt: str = Field(default="", exclude=True)
+    """The last user message sent (in traces; left out of cases.jsonl, it repeats the chunks)."""
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float
+    start_ns: int
+    timings: dict[str, float] = Field(default_factory=dict)
+    """What the backend measured itself, where it says (llama.cpp: ``prompt_eval_ms``,
+    ``prompt_eval_tokens``, ``eval_ms``, ``eval_tokens``)."""
+    cached: bool = False
+    """Served from ragexp's call cache (``latency_s`` is then the original call's)."""
+    attempts: int = 1
+    """Requests the call took: 1, plus one per transient server fault retried (a timeout, a
+    dropped connection, a 5xx...); 1 for a call served from the cache."""
+
+
+class Judgement(_Model):
+    """A repeated judgement of the same answer (``judge.repeats`` > 1)."""
+
+    score: float | None = None
+    label: str | None = None
+    parse_ok: bool = True
+    error: str | None = None
+
+
+class AppliedLabel(_Model):
+    """A person's label of this answer (from ``labels=...``), in the metric's vocabulary."""
+
+    label: str
+    score: float
+    """The label's score in [0, 1] (the metric's ``label_scores``)."""
+    labeler: str | None = None
+    random: bool = True
+    """Drawn at random by ragexp's sampler (the correction assumes a random sample)."""
+
+
+class MetricResult(_Model):
+    """One metric's verdict on one case."""
+
+    score: float | None = None
+    """In [0, 1]; None when the metric could not score the case (excluded from means)."""
+    label: str | None = None
+    """Categorical outcome, e.g. YES/PARTIAL/NO or the 1-5 grade."""
+    raw: str | None = None
+    """The judge's raw text, when a judge was asked."""
+    parse_ok: bool = True
+    """False when the judge's text held no valid label (the metric's fallback was used)."""
+    error: str | None = None
+    """Why the metric failed on this case; the run went on."""
+    metric_version: str = ""
+    repeats: list[Judgement] = Field(default_factory=list)
+    """With ``judge.repeats=K``, judgements 2..K of the same answer (the first is this result);
+    they measure the judge's noise and do not enter the score."""
+    human: list[AppliedLabel] = Field(default_factory=list)
+    """People's labels of this answer, when the run was given some (``labels=...``)."""
+    calls: list[LLMCall] = Field(default_factory=list, exclude=True)
+    """Judge calls behind this result (kept for traces, not written to cases.jsonl)."""
+
+
+class CaseResult(_Model):
+    """Everything one golden case produced."""
+
+    case_id: str
+    question: str
+    reference: str | None = None
+    relevant_docs: list[str] | None = None
+    cluster: str | None = None
+    """The cases it moves with (``compare.cluster``); None: a cluster of its own."""
+    answer: str | None = None
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    metrics: dict[str, MetricResult] = Field(default_factory=dict)
+    error: str | None = None
+    """Why retrieval or generation failed for this case (its metrics are then absent)."""
+    error_kind: str | None = None
+    """The kind of ``error``: the error's class, e.g. `BackendUnavailable`, `ModelNotFound`."""
+    generation: LLMCall | None = None
+    """The generator call: tokens, latency, model identity."""
+    retrieve_ns: tuple[int, int] | None = Field(default=None, exclude=True)
+
+    def llm_calls(self) -> list[LLMCall]:
+        """Every LLM call behind this case: the generation, then each metric's judge calls."""
+        calls = [self.generation] if self.generation else []
+        return calls + [call for m in self.metrics.values() for call in m.calls]

@@ -1,0 +1,246 @@
+"""What a run concludes: ``summary.json``, per metric its mean, interval, counts and the judge's
+noise, and where each metric came from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MetricSource(BaseModel):
+    """Where one metric of a run came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plugin: str
+    """The plugin's name: its entry point, or the built-in module."""
+    distribution: str
+    """The installed distribution that provides it (``ragexp`` for built-ins)."""
+    distribution_version: str
+    metric_version: str
+    """The metric's own ``version``: it changes when its prompt or parser changes."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """``metric_options.<metric>`` as the metric received them, defaults filled."""
+
+    def origin(self) -> str:
+        """``ragexp-citations 0.2.0``, or the file of a one-file plugin."""
+        return f"{self.distribution} {self.distribution_version}".strip()
+
+
+class NoiseSummary(BaseModel):
+    """How much the judge disagrees with itself on the same answers (``judge.repeats`` > 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repeats: int
+    n: int
+    """Cases with every judgement scored."""
+    flip_rate: float
+    """Share of those cases whose label was not the same in every judgement."""
+    repeat_means: list[float]
+    """The mean of judgement 1, 2, ... over those cases."""
+    spread: float
+    """Largest minus smallest of ``repeat_means``."""
+    case_variance: float
+    """Mean over cases of the variance of a case's scores across judgements."""
+    floor: float
+    """The judge-noise floor at this run's size: 95% of differences between two judgings of the
+    same answers are smaller (see `noise_floor`)."""
+
+
+class CalibratedMean(BaseModel):
+    """The mean people would give, estimated from the judge's scores corrected by the human
+    labels (prediction-powered inference, PPI++); see `ragexp.stats.calibration`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float
+    ci_low: float
+    ci_high: float
+    n_labels: int
+    """Cases with a human label."""
+    n_judged: int
+    """Cases the judge scored."""
+    method: str
+    lam: float
+    """The power-tuning parameter: 0 uses the labels alone, 1 trusts the judge fully."""
+
+
+class SettingLeniency(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    setting: str
+    n: int
+    leniency: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+class JudgeCard(BaseModel):
+    """How right the judge is, against people's labels of the same answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    judge: str
+    n_labels: int
+    """Labelled answers."""
+    agreement: float | None
+    """Share of labels where the judge said the same."""
+    kappa: float | None
+    """Linearly weighted Cohen's kappa, labels in score order."""
+    kappa_ci_low: float | None = None
+    kappa_ci_high: float | None = None
+    labels: list[str] = Field(default_factory=list)
+    """The metric's vocabulary, lowest score first."""
+    confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """judge label -> human label -> count."""
+    leniency: float | None
+    """Mean judge score minus mean human score, over the labelled answers."""
+    leniency_ci_low: float | None = None
+    leniency_ci_high: float | None = None
+    by_setting: list[SettingLeniency] = Field(default_factory=list)
+    """In a sweep: the leniency of each job's answers."""
+    favoured: str | None = None
+    """The setting whose answers the judge favours over another's (Holm-adjusted p < 0.05)."""
+    favoured_over: str | None = None
+    favoured_by: float | None = None
+    favoured_p: float | None = None
+    self_judge: bool = False
+    human_pairs: int = 0
+    """Answers two people labelled (pairs of their labels)."""
+    human_agreement: float | None = None
+    human_kappa: float | None = None
+    not_random: int = 0
+    """Labels not drawn at random by ragexp's sampler."""
+    labels_needed: int | None = None
+    """Labels (per job, in a sweep) for a corrected interval of ±0.05 on this metric, from the
+    variances measured so far."""
+    n_answers: int | None = None
+    """Answers there are to label (per job, in a sweep)."""
+    verdict: str
+
+
+class LabelsInfo(BaseModel):
+    """The human labels a run was given (``labels=...``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    n_read: int
+    applied: int
+    """Labels that matched an answer of this run."""
+    stale: int
+    """Labels that matched no answer of this run: counted, never applied."""
+
+
+class MetricSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None
+    """Mean score over the cases the metric scored; None if it scored none."""
+    ci_low: float | None
+    """Lower bound of the 95% Wilson score interval of the mean (see `mean_ci`)."""
+    ci_high: float | None
+    n: int
+    """Cases with a score."""
+    n_clusters: int | None = None
+    """Clusters among them (cases that share a document; ``compare.cluster``)."""
+    design_effect: float = 1.0
+    """How much the clusters widen the mean's interval: its variance over the one of as many
+    independent cases; the interval is Wilson's at n / design_effect cases."""
+    n_unscored: int
+    """Cases the metric could not score (score None, no error), excluded from the mean."""
+    label_counts: dict[str, int]
+    parse_failures: int
+    """Judge replies with no valid label, scored by the metric's fallback."""
+    errors: int
+    """Cases on which the metric failed (raised, or returned no valid result)."""
+    first_error: str | None = None
+    """The first of those errors, in case order."""
+    noise: NoiseSummary | None = None
+    """The judge's noise, measured when the run judged each answer more than once."""
+    reading: str | None = None
+    """What the metric itself says of this mean (its optional ``reading``), e.g. faithfulness's
+    bands; None when it says nothing."""
+    calibrated: CalibratedMean | None = None
+    """With human labels: the mean corrected for the judge's bias."""
+    judge_card: JudgeCard | None = None
+    """With human labels: how the judge's labels compare with people's."""
+
+
+class CallCount(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    made: int = 0
+    """Calls sent to the LLM backend."""
+    cached: int = 0
+    """Calls served from ragexp's call cache."""
+    retries: int = 0
+    """Requests beyond the first of each call made (transient server faults retried): the
+    server saw ``made + retries`` requests for these calls."""
+    tokens_in: int = 0
+    """Prompt tokens of these calls, cached ones included (the tokens behind the answers)."""
+    tokens_out: int = 0
+    """Completion tokens of these calls, cached ones included."""
+    latency_p50_s: float | None = None
+    """Median latency of the calls made (cached ones took no time)."""
+    latency_p95_s: float | None = None
+
+
+class Cost(BaseModel):
+    """What a run spent: tokens (by role in ``Summary.calls``), calls and time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens_in: int
+    tokens_out: int
+    tokens_per_case: float | None
+    """Prompt and completion tokens of every call behind a case, on average."""
+    calls_made: int
+    calls_cached: int
+    latency_p50_s: float | None
+    """Over every call made, any role."""
+    latency_p95_s: float | None
+    wall_s: float | None = None
+    """The run's cases, start to end."""
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_cases: int
+    n_errors: int
+    """Cases whose retrieval or generation failed."""
+    metrics: dict[str, MetricSummary]
+    calls: dict[str, CallCount] = {}
+    """LLM calls by role (`generate`, `judge:<metric>`): made vs served from the cache."""
+    status: Literal["finished", "interrupted"] = "finished"
+    """`interrupted`: the run stopped early (Ctrl-C, SIGTERM); these are its finished cases."""
+    n_planned: int | None = None
+    """Cases the run set out to do (the dataset's size)."""
+    n_failed: int = 0
+    """Cases with an error: retrieval or generation failed, or a metric raised."""
+    failures: dict[str, int] = {}
+    """Failed cases by kind: the error's class, or `metric <name>` for a metric that raised."""
+    failure_examples: dict[str, str] = {}
+    """The first error message of each kind."""
+    warnings: list[str] = []
+    """ragexp's warnings during the run (e.g. prompts longer than the context window, skipped
+    corpus files)."""
+    sources: dict[str, MetricSource] = {}
+    """Where each metric came from: plugin, distribution and versions, resolved options."""
+    labels: LabelsInfo | None = None
+    """The human labels the run was given, if any."""
+    cost: Cost | None = None
+    """Tokens, calls, latency and wall time."""
+
+    def failure_phrase(self) -> str:
+        """``74 of 100 cases failed: 70 BackendUnavailable (cannot reach …), 4 metric x (…)``."""
+        kinds = "; ".join(
+            f"{n} {kind} ({self.failure_examples.get(kind, '')[:160]})"
+            for kind, n in self.failures.items()
+        )
+        failed = "cases failed" if self.n_errors else "cases have a metric that failed"
+        return f"{self.n_failed} of {self.n_cases} {failed}: {kinds}"

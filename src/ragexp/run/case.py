@@ -1,0 +1,208 @@
+"""One case of a run: retrieve, render the prompt, generate, then score with every metric (each
+judged ``judge.repeats`` times), and say how it went."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ragexp.config.schema import RunConfig
+from ragexp.data.dataset import Case
+from ragexp.errors import BackendUnavailable, RagexpError, ServerGone
+from ragexp.llm.endpoint import Endpoint
+from ragexp.llm.interface import Message
+from ragexp.metrics.interface import Judge, Metric, Sample, format_context
+from ragexp.metrics.scoring import score_sample
+from ragexp.results.case import CaseResult, Judgement, LLMCall, MetricResult, RetrievedChunk
+from ragexp.retrieval.base import Retriever
+
+
+@dataclass
+class CaseRun:
+    """What every case of a run shares: the config, the retriever, the endpoints, the metrics
+    with their resolved options, and the count of cases done."""
+
+    config: RunConfig
+    retriever: Retriever
+    generator: Endpoint
+    judges: list[Endpoint]
+    """One endpoint per judgement (``judge.repeats``); empty when no metric needs a judge."""
+    metrics: list[tuple[Metric, str]]
+    """Each metric with the label of the plugin that registered it."""
+    options: dict[str, Any]
+    """metric name -> what its ``score`` receives (see `ragexp.metrics.resolve_options`)."""
+    progress: TextIO
+    on_case: Callable[[CaseResult, int], None]
+    total: int
+    done: int = field(default=0)
+    unreachable: int = field(default=0)
+    """Cases in a row (as they end) that could not reach their server."""
+
+
+def _count_unreachable(run: CaseRun, exc: RagexpError) -> None:
+    """Stop the run once `run.max_consecutive_failures` cases in a row found no server: every
+    later case would fail the same way."""
+    if not isinstance(exc, BackendUnavailable):
+        return  # the server answered (an error, a bad model) or was slow: not gone
+    run.unreachable += 1
+    limit = run.config.run.max_consecutive_failures
+    if run.unreachable >= limit:
+        raise ServerGone(
+            f"{limit} cases in a row could not reach their server, the last with: {exc}; "
+            "start the server again and re-run the same command (finished calls come from the "
+            "cache), or raise run.max_consecutive_failures"
+        )
+
+
+def render_prompt(
+    config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]
+) -> list[Message]:
+    """The generator's messages: the prompt variant filled with the question and the chunks."""
+    context = format_context(chunks)
+    user = config.prompt.template.replace("{context}", context).replace("{question}", question)
+    messages: list[Message] = []
+    if config.prompt.system:
+        messages.append({"role": "system", "content": config.prompt.system})
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
+async def run_case(run: CaseRun, case: Case) -> CaseResult:
+    result = CaseResult(
+        case_id=case.id,
+        question=case.question,
+        reference=case.reference,
+        relevant_docs=list(case.relevant_docs) if case.relevant_docs is not None else None,
+        cluster=case.cluster,
+    )
+    try:
+        t0 = time.time_ns()
+        result.retrieved = await run.retriever.search(case.question, run.config.retriever.top_k)
+        result.retrieve_ns = (t0, time.time_ns())
+        messages = render_prompt(run.config, case.question, result.retrieved)
+        result.generation = await _call(run.generator, messages, role="generate")
+        result.answer = result.generation.text.strip()
+    except RagexpError as exc:
+        if exc.stops_run:
+            raise
+        result.error = str(exc)
+        result.error_kind = type(exc).__name__
+        _count_unreachable(run, exc)
+    else:
+        run.unreachable = 0
+        sample = Sample(
+            case_id=case.id,
+            question=case.question,
+            answer=result.answer or "",
+            contexts=tuple(result.retrieved),
+            reference=case.reference,
+            relevant_docs=case.relevant_docs,
+        )
+        scored = await asyncio.gather(
+            *(_score(metric, owner, sample, run) for metric, owner in run.metrics)
+        )
+        result.metrics = {
+            metric.name: r for (metric, _), r in zip(run.metrics, scored, strict=True)
+        }
+    run.done += 1
+    _report_progress(run, result)
+    run.on_case(result, run.done)
+    return result
+
+
+async def _score(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> MetricResult:
+    """The metric's result; with ``judge.repeats=K`` the answer is judged K times (concurrently)
+    and judgements 2..K are kept in ``repeats``."""
+    calls: list[LLMCall] = []
+    if not metric.needs_judge:
+        result = await _score_once(metric, owner, sample, None, run)
+        return result.model_copy(update={"metric_version": metric.version, "calls": calls})
+    first, *others = await asyncio.gather(
+        *(
+            _score_once(metric, owner, sample, _judge_for(endpoint, metric, calls, r), run)
+            for r, endpoint in enumerate(run.judges)
+        )
+    )
+    repeats = [
+        Judgement(score=o.score, label=o.label, parse_ok=o.parse_ok, error=o.error) for o in others
+    ]
+    return first.model_copy(
+        update={"metric_version": metric.version, "calls": calls, "repeats": repeats}
+    )
+
+
+async def _score_once(
+    metric: Metric, owner: str, sample: Sample, judge: Judge | None, run: CaseRun
+) -> MetricResult:
+    return await score_sample(metric, owner, sample, judge, run.options[metric.name])
+
+
+def _judge_for(endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int) -> Judge:
+    async def judge(prompt: str) -> str:
+        call = await _call(
+            endpoint,
+            [{"role": "user", "content": prompt}],
+            role=f"judge:{metric.name}",
+            metric=metric,
+            replicate=replicate,
+        )
+        calls.append(call)
+        return call.text
+
+    return judge
+
+
+async def _call(
+    endpoint: Endpoint,
+    messages: list[Message],
+    role: str,
+    metric: Metric | None = None,
+    replicate: int = 0,
+) -> LLMCall:
+    start_ns = time.time_ns()
+    completion = await endpoint.chat(
+        messages,
+        role=role,
+        metric=metric.name if metric else None,
+        metric_version=metric.version if metric else None,
+        replicate=replicate,
+    )
+    return LLMCall(
+        role=role,
+        backend=endpoint.backend_name,
+        model=endpoint.config.model,
+        model_id=completion.model_id,
+        prompt=messages[-1]["content"],
+        text=completion.text,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        latency_s=completion.latency_s,
+        start_ns=start_ns,
+        timings=dict(completion.timings),
+        cached=completion.cached,
+        attempts=completion.attempts,
+    )
+
+
+def _report_progress(run: CaseRun, result: CaseResult) -> None:
+    prefix = f"[{run.done}/{run.total}] {result.case_id}:"
+    if result.error:
+        line = f"{prefix} ERROR ({result.error})"
+    else:
+        failed = [name for name, m in result.metrics.items() if m.error]
+        labels = " ".join(
+            f"{name}={_progress_label(m)}" for name, m in result.metrics.items() if not m.error
+        )
+        line = f"{prefix} OK {labels}" + (
+            f" (metric errors: {', '.join(failed)})" if failed else ""
+        )
+    print(line, file=run.progress, flush=True)
+
+
+def _progress_label(result: MetricResult) -> str:
+    if result.label is not None:
+        return result.label
+    return "unparsed" if not result.parse_ok else f"{result.score}"

@@ -1,0 +1,54 @@
+"""Before a sweep's first job: every distinct server its jobs call, checked once (reachable, the
+models there), so a server that is down stops the sweep in one line instead of failing job after
+job. A single run checks its own servers as it starts (`ragexp.run.pipeline`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ragexp.config.llm import LLMConfig
+from ragexp.config.schema import RunConfig
+from ragexp.llm.interface import BackendSpec, resolve_backend_name
+from ragexp.plugins.manager import Registry
+
+IN_PROCESS = frozenset({"embedded"})
+"""Backends with no server to check (the embedded model loads in each job)."""
+
+
+def servers(
+    configs: Sequence[RunConfig], specs: Sequence[BackendSpec]
+) -> dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]]:
+    """(backend, server URL) -> model -> (its config path, the config to check it with), over
+    every LLM every job uses."""
+    found: dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]] = {}
+    for config in configs:
+        roles: dict[str, LLMConfig] = {"generator": config.generator, "judge": config.judge}
+        if config.retriever.kind == "dense":
+            roles["retriever.embedder"] = config.retriever.embedder
+        for path, llm in roles.items():
+            name = resolve_backend_name(llm, specs)
+            if name in IN_PROCESS:
+                continue
+            server = (name, llm.resolved_base_url())
+            found.setdefault(server, {}).setdefault(llm.model, (path, llm))
+    return found
+
+
+def check_servers(configs: Sequence[RunConfig], registry: Registry) -> None:
+    """Raise the first server's problem (`BackendUnavailable`, `ModelNotFound`: one line with
+    the fix); each distinct server and model is checked once."""
+    wanted = servers(configs, list(registry.backends.values()))
+    asyncio.run(_check(wanted, registry))
+
+
+async def _check(
+    wanted: dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]], registry: Registry
+) -> None:
+    for (name, _url), models in wanted.items():
+        for _path, llm in models.values():
+            backend = registry.backends[name].factory(llm)
+            try:
+                await backend.preflight()
+            finally:
+                await backend.aclose()

@@ -1,0 +1,40 @@
+"""The interval of a mean of scores in [0, 1]."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragexp.stats import CONFIDENCE
+
+
+def z_value(confidence: float = CONFIDENCE) -> float:
+    """The two-sided normal quantile of ``confidence`` (1.96 at 95%)."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - (1 - confidence) / 2))
+
+
+def mean_ci(
+    values: Sequence[float], confidence: float = CONFIDENCE, *, n_eff: float | None = None
+) -> tuple[float, float]:
+    """The Wilson score interval of the mean of scores in [0, 1], at ``n_eff`` cases' worth of
+    information (default: as many as there are values; clustered cases are worth fewer, see
+    `ragexp.stats.clusters`).
+
+    For yes/no scores it is the interval with close to nominal coverage even at a handful of
+    cases (where a bootstrap of three YES answers claims 1.000 - 1.000); for graded scores it
+    errs wide, since a score in [0, 1] with mean p varies at most as much as a yes/no one.
+    """
+    data = np.asarray(values, dtype=float)
+    n = data.size if n_eff is None else n_eff
+    if data.size == 0:
+        return float("nan"), float("nan")
+    z = z_value(confidence)
+    p = float(np.clip(data.mean(), 0.0, 1.0))
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)

@@ -1,0 +1,248 @@
+"""Is run A better than run B? Paired statistics over the cases both runs scored.
+
+Per metric: the means of A and B over the paired cases, Δ = B − A, a 95% paired bootstrap
+interval of Δ (percentile, resampling cases), and a two-sided paired permutation test of Δ
+(randomly swapping A and B within each case; exact when there are at most 2^13 swaps, else
+10,000 random ones). A permutation test suits judge labels: it needs no normal approximation,
+and ties and zero differences (most cases, when two configs agree) need no special rule.
+Statistics come from scipy; `decide` is the one rule that turns a test into a verdict, for
+``ragexp compare`` and for a sweep's rows alike. Views live in `ragexp.reporting`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ragexp.results.case import CaseResult
+from ragexp.stats import ALPHA, CONFIDENCE
+from ragexp.stats.calibration import Corrected, case_scores, corrected_difference
+from ragexp.stats.clusters import (
+    cluster_bootstrap_ci,
+    cluster_permutation_p,
+    design_effect,
+    n_clusters,
+)
+from ragexp.stats.noise import judge_noise, noise_floor
+
+Decision = Literal["no pairs", "too few", "within noise", "higher", "lower", "not distinguishable"]
+"""What a paired test says of B against A: ``higher``/``lower`` mean B's mean is above/below A's
+beyond chance (p < `ALPHA` and an interval of Δ that excludes 0)."""
+
+RESAMPLES = 10_000
+SEED = 0
+
+
+@dataclass(frozen=True)
+class CaseDiff:
+    """A case the two runs labelled differently."""
+
+    case_id: str
+    label_a: str | None
+    label_b: str | None
+    score_a: float
+    score_b: float
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    metric: str
+    n_paired: int
+    """Cases both runs scored."""
+    only_a: int
+    """Cases A scored that B did not (missing from B, or unscored there); left out."""
+    only_b: int
+    mean_a: float | None
+    mean_b: float | None
+    delta: float | None
+    """mean B − mean A over the paired cases."""
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    differing: tuple[CaseDiff, ...]
+    noise_floor: float | None = None
+    """Differences judge noise alone stays under (95%), when either run judged its answers more
+    than once (``judge.repeats``); see `ragexp.stats.noise_floor`."""
+    corrected: Corrected | None = None
+    """With human labels in both runs: Δ corrected for the judge's bias (PPI++), which the
+    verdict then reads instead of the judge's Δ."""
+    n_clusters: int | None = None
+    """Clusters among the paired cases (cases that share a document move together)."""
+    design_effect: float = 1.0
+    """The paired differences' cluster-robust variance over the naive one."""
+    sd: float | None = None
+    """The standard deviation of the per-case differences (what power depends on)."""
+
+    @property
+    def within_noise(self) -> bool:
+        return (
+            self.corrected is None
+            and self.delta is not None
+            and self.noise_floor is not None
+            and abs(self.delta) < self.noise_floor
+        )
+
+    @property
+    def p(self) -> float | None:
+        """The p-value the verdict reads: the corrected test's with labels, else the judge's."""
+        return self.corrected.p_value() if self.corrected is not None else self.p_value
+
+    def interval(self) -> tuple[float | None, float | None]:
+        """Δ and the interval the verdict reads: ((low, high) of the corrected Δ with labels)."""
+        if self.corrected is not None:
+            return self.corrected.ci_low, self.corrected.ci_high
+        return self.ci_low, self.ci_high
+
+    def decide(self, p_value: float | None = None) -> Decision:
+        """The verdict at ``p_value`` (default the test's own; a sweep passes Holm's)."""
+        return decide(self, self.p if p_value is None else p_value)
+
+
+def decide(test: MetricComparison, p_value: float | None) -> Decision:
+    """The one rule from a paired test to a verdict: no paired cases; too few (under 2) to
+    tell; |Δ| under the judge-noise floor (a floor of 0 never explains a difference); B higher
+    or lower only when ``p_value`` < `ALPHA` and the interval of Δ excludes 0; else not
+    distinguishable. With human labels in both runs, the corrected Δ's interval is read (and
+    ``p_value`` is the corrected test's)."""
+    if test.delta is None or test.p_value is None or p_value is None:
+        return "no pairs"
+    if test.n_paired < 2:
+        return "too few"
+    if test.within_noise:
+        return "within noise"
+    low, high = test.interval()
+    if p_value < ALPHA and low is not None and high is not None:
+        if low > 0:
+            return "higher"
+        if high < 0:
+            return "lower"
+    return "not distinguishable"
+
+
+def compare_cases(
+    a: Sequence[CaseResult], b: Sequence[CaseResult], metrics: Sequence[str] | None = None
+) -> list[MetricComparison]:
+    """Compare two runs' cases, paired by case id, on ``metrics`` (default: every metric both
+    runs have, in A's order)."""
+    by_id_b = {case.case_id: case for case in b}
+    names = list(metrics) if metrics else _shared_metrics(a, b)
+    return [_compare_metric(name, a, by_id_b) for name in names]
+
+
+def _shared_metrics(a: Sequence[CaseResult], b: Sequence[CaseResult]) -> list[str]:
+    in_a = list(dict.fromkeys(name for case in a for name in case.metrics))
+    in_b = {name for case in b for name in case.metrics}
+    return [name for name in in_a if name in in_b]
+
+
+def _pairs(
+    name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]
+) -> tuple[list[tuple[str, float, float, str | None, str | None]], set[str], set[str]]:
+    """(case id, score A, score B, label A, label B) of every case both runs scored, and the
+    ids each run scored."""
+    pairs: list[tuple[str, float, float, str | None, str | None]] = []
+    scored_a = set()
+    for case in a:
+        result_a = case.metrics.get(name)
+        if result_a is None or result_a.score is None or result_a.error:
+            continue
+        scored_a.add(case.case_id)
+        other = by_id_b.get(case.case_id)
+        result_b = other.metrics.get(name) if other else None
+        if result_b is None or result_b.score is None or result_b.error:
+            continue
+        pairs.append((case.case_id, result_a.score, result_b.score, result_a.label, result_b.label))
+    scored_b = {
+        case_id
+        for case_id, case in by_id_b.items()
+        if (r := case.metrics.get(name)) is not None and r.score is not None and not r.error
+    }
+    return pairs, scored_a, scored_b
+
+
+def _compare_metric(
+    name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]
+) -> MetricComparison:
+    pairs, scored_a, scored_b = _pairs(name, a, by_id_b)
+    paired = {case_id for case_id, *_ in pairs}
+    differing = tuple(
+        CaseDiff(case_id, label_a, label_b, score_a, score_b)
+        for case_id, score_a, score_b, label_a, label_b in pairs
+        if (label_a, score_a) != (label_b, score_b)
+    )
+    if not pairs:
+        return MetricComparison(
+            name, 0, len(scored_a), len(scored_b), None, None, None, None, None, None, differing
+        )
+    score_a = np.array([p[1] for p in pairs])
+    score_b = np.array([p[2] for p in pairs])
+    cluster_of = {case.case_id: case.cluster or case.case_id for case in a}
+    clusters = [cluster_of[case_id] for case_id, *_ in pairs]
+    diff = score_b - score_a
+    if n_clusters(clusters) < len(pairs):  # some cases share a cluster: resample clusters
+        low, high = cluster_bootstrap_ci(diff, clusters)
+        p_value = cluster_permutation_p(diff, clusters)
+    else:
+        low, high = paired_bootstrap_ci(score_a, score_b)
+        p_value = paired_permutation_p(score_a, score_b)
+    return MetricComparison(
+        metric=name,
+        n_paired=len(pairs),
+        only_a=len(scored_a - paired),
+        only_b=len(scored_b - paired),
+        mean_a=float(score_a.mean()),
+        mean_b=float(score_b.mean()),
+        delta=float(diff.mean()),
+        ci_low=low,
+        ci_high=high,
+        p_value=p_value,
+        differing=differing,
+        noise_floor=_noise_floor(name, a, by_id_b.values(), len(pairs)),
+        n_clusters=n_clusters(clusters),
+        design_effect=design_effect(diff.tolist(), clusters),
+        sd=float(diff.std(ddof=1)) if diff.size > 1 else None,
+        corrected=corrected_difference(case_scores(a, name), case_scores(by_id_b.values(), name)),
+    )
+
+
+def _noise_floor(
+    name: str, a: Iterable[CaseResult], b: Iterable[CaseResult], n: int
+) -> float | None:
+    """The difference the two runs' judge noise alone stays under (both runs' noise; one run's
+    stands in for the other's when only it measured its judge)."""
+    noise = [judge_noise([c.metrics[name] for c in run if name in c.metrics]) for run in (a, b)]
+    variances = [m.case_variance for m in noise if m is not None]
+    return noise_floor(variances[0], variances[-1], n) if variances else None
+
+
+def paired_bootstrap_ci(
+    a: np.ndarray, b: np.ndarray, confidence: float = CONFIDENCE, seed: int = SEED
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(b − a), resampling pairs."""
+    from scipy.stats import bootstrap
+
+    diff = b - a
+    if diff.size < 2 or np.all(diff == diff[0]):  # nothing to resample: the interval is a point
+        return float(diff.mean()), float(diff.mean())
+    result = bootstrap(
+        (diff,), np.mean, confidence_level=confidence, n_resamples=RESAMPLES,
+        method="percentile", rng=np.random.default_rng(seed),
+    )  # fmt: skip
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_permutation_p(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> float:
+    """Two-sided p-value of mean(b − a) ≠ 0, swapping each pair's members at random."""
+    from scipy.stats import permutation_test
+
+    if np.all(a == b):
+        return 1.0
+    result = permutation_test(
+        (a, b), lambda x, y, axis: np.mean(y - x, axis=axis), permutation_type="samples",
+        vectorized=True, n_resamples=RESAMPLES, alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )  # fmt: skip
+    return float(result.pvalue)

@@ -1,0 +1,232 @@
+"""How many cases a question needs: the minimum detectable effect (MDE) of a paired comparison at
+its size, and the cases needed to detect a target effect, at 80% power.
+
+A paired comparison of two configurations over n cases tests the mean per-case difference d̄.
+Its variance is ``Var(d̄) = deff · (ω² + σ²/K) / n``: ω² is how much the true per-case differences
+vary, σ² the judge's own noise in a difference (from ``judge.repeats``: twice the per-judgement
+variance, one judging on each side), K the judgements averaged per answer, and deff the design
+effect of cases that share a document. Power is the one-sample t-test's on the differences
+(statsmodels' ``TTestPower``), at the α the test actually uses (after Holm, α divided by the
+number of tests still in play), on ``n / deff`` effective cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragexp.results.jobs import JobResult
+from ragexp.results.summary import MetricSummary
+from ragexp.stats import ALPHA
+from ragexp.stats.clusters import design_effect, effective_n
+from ragexp.stats.paired import MetricComparison, compare_cases
+
+POWER = 0.8
+MAX_CASES = 1_000_000
+
+
+def _power_solver() -> object:
+    from statsmodels.stats.power import TTestPower
+
+    return TTestPower()
+
+
+def mde(sd: float, n_eff: float, alpha: float = ALPHA, power: float = POWER) -> float | None:
+    """The smallest difference (in score units) a two-sided paired test over ``n_eff`` effective
+    cases detects with ``power``, when the per-case differences have standard deviation ``sd``;
+    None below 2 cases or without spread."""
+    if n_eff < 2 or sd <= 0:
+        return None
+    solver = _power_solver()
+    size = solver.solve_power(  # type: ignore[attr-defined]
+        effect_size=None, nobs=n_eff, alpha=alpha, power=power, alternative="two-sided"
+    )
+    return float(np.squeeze(size)) * sd  # statsmodels may answer a one-element array
+
+
+def cases_needed(
+    sd: float, effect: float, alpha: float = ALPHA, power: float = POWER, deff: float = 1.0
+) -> int | None:
+    """Cases for a two-sided paired test to detect ``effect`` with ``power`` (times the design
+    effect); None without spread (any difference would show)."""
+    if sd <= 0 or effect <= 0:
+        return None
+    solver = _power_solver()
+    try:
+        n = float(
+            np.squeeze(
+                solver.solve_power(  # type: ignore[attr-defined]
+                    effect_size=effect / sd, nobs=None, alpha=alpha, power=power,
+                    alternative="two-sided",
+                )
+            )
+        )  # fmt: skip
+    except (ValueError, RuntimeError):  # statsmodels' root finder: beyond any sensible size
+        return MAX_CASES
+    if not math.isfinite(n):
+        return MAX_CASES
+    return min(MAX_CASES, math.ceil(max(n, 2.0) * max(deff, 1.0)))
+
+
+@dataclass(frozen=True)
+class VarianceTerms:
+    """What a difference's variance is made of (see the module docstring)."""
+
+    omega2: float
+    """The true per-case differences' variance (ω²)."""
+    sigma2: float
+    """The judge's noise in one difference (σ²), 0 when it was not measured."""
+    repeats: int
+    """Judgements per answer in the scores (K)."""
+    deff: float
+
+    @property
+    def per_case(self) -> float:
+        """Var of one case's difference: ω² + σ²/K."""
+        return self.omega2 + self.sigma2 / self.repeats
+
+    @property
+    def dominant(self) -> str:
+        """``cases`` when the cases' own spread dominates (more cases buy power), ``judge`` when
+        the judge's noise does (a steadier judge, or averaging its repeats, buys more)."""
+        return "judge" if self.sigma2 / self.repeats > self.omega2 else "cases"
+
+
+def variance_terms(
+    observed_var: float, judge_variance: float | None, repeats: int, deff: float
+) -> VarianceTerms:
+    """Split an observed per-case difference variance into ω² and σ²/K; ``judge_variance``:
+    the per-judgement variance `judge.repeats` measured (None: not measured)."""
+    sigma2 = 2 * judge_variance if judge_variance is not None else 0.0
+    omega2 = max(observed_var - sigma2 / repeats, 0.0)
+    return VarianceTerms(omega2, sigma2, repeats, deff)
+
+
+def holm_alpha(rank: int, tests: int, alpha: float = ALPHA) -> float:
+    """The level Holm's procedure holds the ``rank``-th smallest of ``tests`` p-values to:
+    α / (tests − rank + 1) (rank counts from 1)."""
+    return alpha / max(tests - rank + 1, 1)
+
+
+@dataclass(frozen=True)
+class MetricPlan:
+    """`ragexp plan`'s answer for one metric."""
+
+    metric: str
+    n: int
+    """Cases the pilot compared (per job)."""
+    configs: int
+    """Configurations the planned sweep compares (K: K − 1 tests against the best)."""
+    alpha: float
+    """The level of the first Holm step: α / (K − 1)."""
+    effect: float
+    power: float
+    terms: VarianceTerms
+    sd: float
+    """The per-case difference's standard deviation the figures use."""
+    mde: float | None
+    """The smallest difference the pilot's n detects with ``power``."""
+    cases_needed: int | None
+    """Cases per configuration to detect ``effect`` with ``power``."""
+    basis: str
+    """``paired`` (differences between the pilot's jobs) or ``one run`` (no pair to measure:
+    two configurations' scores taken as uncorrelated, which errs high)."""
+
+
+def plan_metric(
+    jobs: Sequence[JobResult],
+    metric: str,
+    *,
+    effect: float,
+    power: float = POWER,
+    configs: int | None = None,
+) -> MetricPlan | None:
+    """Cases needed for ``effect`` on ``metric``, from a pilot run or sweep (see the module
+    docstring); None when the pilot has fewer than 2 scored cases of it."""
+    scored = [j for j in jobs if j.mean(metric) is not None and j.cases]
+    if not scored:
+        return None
+    best = max(scored, key=lambda j: j.mean(metric) or 0.0)
+    k = configs or max(len(scored), 2)
+    alpha = ALPHA / max(k - 1, 1)
+    noise = [m.noise.case_variance for j in scored if (m := _summary_of(j, metric)) and m.noise]
+    judge_variance = float(np.mean(noise)) if noise else None
+    variances, deffs, sizes = [], [], []
+    for other in (j for j in scored if j is not best):
+        [test] = compare_cases(best.cases, other.cases, [metric])
+        if test.sd is not None and test.n_paired >= 2:
+            variances.append(test.sd**2)
+            deffs.append(test.design_effect)
+            sizes.append(test.n_paired)
+    if variances and float(np.mean(variances)) > 0:
+        basis, n = "paired", int(np.min(sizes))
+        observed, deff = float(np.mean(variances)), float(np.mean(deffs))
+    else:  # one run, or jobs that agree on every case: no paired spread to measure
+        scores, clusters = _scores(best, metric)
+        if len(scores) < 2:
+            return None
+        basis, n = "one run", len(scores)
+        observed = 2 * float(np.var(scores, ddof=1))
+        deff = design_effect(scores, clusters)
+    terms = variance_terms(observed, judge_variance, 1, deff)
+    sd = math.sqrt(terms.per_case)
+    return MetricPlan(
+        metric=metric, n=n, configs=k, alpha=alpha, effect=effect, power=power, terms=terms,
+        sd=sd, mde=mde(sd, effective_n(n, deff), alpha, power),
+        cases_needed=cases_needed(sd, effect, alpha, power, deff), basis=basis,
+    )  # fmt: skip
+
+
+def _summary_of(job: JobResult, metric: str) -> MetricSummary | None:
+    return job.summary.metrics.get(metric) if job.summary else None
+
+
+def _scores(job: JobResult, metric: str) -> tuple[list[float], list[str]]:
+    pairs = [
+        (r.score, c.cluster or c.case_id)
+        for c in job.cases
+        if (r := c.metrics.get(metric)) is not None and r.score is not None and not r.error
+    ]
+    return [s for s, _ in pairs], [c for _, c in pairs]
+
+
+def comparison_power(
+    test: MetricComparison, alpha: float, effect: float, power: float = POWER
+) -> tuple[float | None, int | None]:
+    """(MDE at the test's n, cases needed for ``effect``) of one paired comparison at ``alpha``
+    (the level its test was held to); with human labels, from the corrected difference's
+    standard error."""
+    if test.corrected is not None:
+        from scipy.stats import norm
+
+        z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+        detectable = z * test.corrected.se
+        if detectable <= 0:
+            return None, None
+        scale = (detectable / effect) ** 2
+        return detectable, math.ceil(test.n_paired * scale)
+    if test.sd is None:
+        return None, None
+    n_eff = effective_n(test.n_paired, test.design_effect)
+    return (
+        mde(test.sd, n_eff, alpha, power),
+        cases_needed(test.sd, effect, alpha, power, test.design_effect),
+    )
+
+
+def noninferiority_cases(
+    sd: float, delta: float, margin: float, deff: float = 1.0, power: float = POWER
+) -> int | None:
+    """Cases for a paired 95% interval of Δ to clear −``margin`` with ``power`` when the true
+    difference is ``delta``: ``((z_.975 + z_power) · sd / (margin + delta))² · deff``; None when
+    ``delta`` is at or below −margin (no number of cases shows it no worse)."""
+    from scipy.stats import norm
+
+    room = margin + delta
+    if room <= 0 or sd <= 0:
+        return None
+    z = float(norm.ppf(0.975) + norm.ppf(power))
+    return min(MAX_CASES, math.ceil((z * sd / room) ** 2 * max(deff, 1.0)))
