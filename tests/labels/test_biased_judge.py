@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 from benchmarks.dataset import generate
 
+from ragexp.reporting.plot import plotted
+from ragexp.results.jobs import read_jobs
+from ragexp.stats.ranking import summarize_sweep
 from tests.cli_run import run_ragexp
 from tests.labels import biased_world
 from tests.ollama_server import FakeOllama
@@ -106,6 +109,23 @@ def test_with_labels_the_sweep_no_longer_calls_the_favoured_one_better(
     assert rows["gen-a"]["rank"] == 1  # corrected, the truly more faithful one is ahead
     assert summary["judge_ranks_first"] == {"": "gen-b"}
     assert "the judge ranks gen-b first; corrected for its bias" in world["summary_md"]
+    # the same tokens per case, worse corrected beyond chance: off the front, as ranked
+    assert rows["gen-b"]["cost"]["tokens_per_case"] == rows["gen-a"]["cost"]["tokens_per_case"]
+    assert (rows["gen-a"]["on_front"], rows["gen-b"]["on_front"]) == (True, False)
+    assert rows["gen-b"]["dominated_by"] == "gen-a"
+
+
+def test_the_plots_show_the_means_the_sweep_ranked_by(world: dict[str, Any]) -> None:
+    jobs = read_jobs(world["tmp"] / "labelled")
+    vocabularies = {"faithfulness": {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}}
+    summary = summarize_sweep(jobs, "faithfulness", ["generator.model"], None, vocabularies)
+    for row in summary.rows:
+        corrected = _rows(world["labelled"])[row.job.label]["metrics"]["faithfulness"]["calibrated"]
+        assert plotted(row, summary) == (
+            corrected["mean"],
+            corrected["ci_low"],
+            corrected["ci_high"],
+        )
 
 
 def test_the_card_flags_the_judges_bias_toward_the_favoured_answers(

@@ -203,6 +203,21 @@ def test_importing_the_same_sheet_twice_adds_nothing_the_second_time(
     assert "0 labels stored" in out and "6 were there already" in out
 
 
+def test_a_new_export_shows_the_labels_given_and_importing_it_adds_none(
+    imported: dict[str, Any], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(imported["labels"].parent, run_dir)
+    result = ragexp(run_dir, "label", "export", str(run_dir), "--n", str(N))
+    assert "4 of them labelled already (in labels.jsonl)" in result.stdout
+    _, rows = read_csv(run_dir / "labels-sheet.csv")
+    filled = [(r["faithfulness"] or None, r["answer_relevance"] or None, r["labeler"] or None)
+              for r in rows]  # fmt: skip
+    assert filled == [*STORED, (None, None, None)]
+    again = ragexp(run_dir, "label", "import", str(run_dir / "labels-sheet.csv"))
+    assert "0 labels stored" in again.stdout and "6 were there already" in again.stdout
+
+
 def test_the_jsonl_sheet_imports_the_same_labels(run_dir: Path) -> None:
     _, rows = fill(run_dir)
     twin = run_dir / "filled.jsonl"

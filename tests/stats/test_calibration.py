@@ -17,6 +17,7 @@ from scipy import stats
 from ragexp.results.case import AppliedLabel, CaseResult, MetricResult
 from ragexp.stats.calibration import (
     DEFAULT_LABELS,
+    PILOT_LABELS,
     TARGET_HALF_WIDTH,
     CaseScores,
     Corrected,
@@ -504,8 +505,13 @@ def test_labels_needed_starts_at_the_default_and_is_capped_at_the_answers() -> N
     assert labels_needed({}, judge) == 30
     assert labels_needed({"c0": 1.0}, judge) == 30
     assert labels_needed({"c0": 1.0, "zz": 0.0}, judge) == 30  # a label on no answer of the run
+    # nine labels all agreeing with the judge are too few to trust a variance of zero
+    assert PILOT_LABELS == 10
+    sure = {f"s{i}": 1.0 for i in range(300)}
+    assert labels_needed({f"s{i}": 1.0 for i in range(9)}, sure) == 30
+    assert labels_needed({f"s{i}": 1.0 for i in range(10)}, sure) == 10
     # a judge no better than chance: ±0.05 needs far more labels than the 20 answers
-    noisy = {"c0": 0.0, "c1": 1.0, "c2": 1.0, "c3": 0.0, "c4": 1.0}
+    noisy = {f"c{i}": 1.0 - judge[f"c{i}"] for i in range(10)}
     unlabelled = [s for c, s in judge.items() if c not in noisy]
     estimate = labels_for_width(list(noisy.values()), [judge[c] for c in noisy], unlabelled, 0.05)
     assert estimate is None or estimate > 20

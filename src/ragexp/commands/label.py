@@ -23,7 +23,13 @@ from ragexp.labels.draw import DEFAULT_SEED, Drawn, Target, draw, find_target, s
 from ragexp.labels.sheet import read_sheet, sheet_rows, write_sheet
 from ragexp.labels.terminal import label_in_terminal
 from ragexp.plugins.manager import registry
-from ragexp.results.labels import LABELS_FILE, Vocabularies, append_labels, read_labels
+from ragexp.results.labels import (
+    LABELS_FILE,
+    HumanLabel,
+    Vocabularies,
+    append_labels,
+    read_labels,
+)
 from ragexp.run.labels import vocabularies
 from ragexp.stats.calibration import DEFAULT_LABELS
 from ragexp.tracking.assessments import pull_labels
@@ -87,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         drawn = draw(target.jobs, args.n, args.seed)
         metrics = _metrics(target, vocab)
         if args.action == "export":
-            return _export(target, drawn, metrics, args)
+            return _export(target, drawn, metrics, args, vocab)
         out = args.out or target.labels_path
         label_in_terminal(
             target, drawn, {m: vocab[m] for m in metrics}, out=out,
@@ -110,15 +116,25 @@ def _metrics(target: Target, vocab: Vocabularies) -> list[str]:
 
 
 def _export(
-    target: Target, drawn: list[Drawn], metrics: list[str], args: argparse.Namespace
+    target: Target,
+    drawn: list[Drawn],
+    metrics: list[str],
+    args: argparse.Namespace,
+    vocab: Vocabularies,
 ) -> int:
-    rows = sheet_rows(drawn, metrics, sample_name(args.seed, args.n), with_judge=args.with_judge)
+    given = read_labels(target.labels_path, vocab) if target.labels_path.exists() else []
+    rows = sheet_rows(
+        drawn, metrics, sample_name(args.seed, args.n), with_judge=args.with_judge, given=given
+    )
     csv_path, jsonl_path = write_sheet(args.out or target.home / "labels-sheet.csv", rows)
     jobs = len(target.jobs)
+    done = sum(1 for row in rows if any(row[m] for m in metrics))
     print(
         f"ragexp: {len(rows)} answers to label ({args.n} per job, {jobs} job"
         f"{'' if jobs == 1 else 's'}, drawn at random with seed {args.seed}; the corrected "
-        f"means assume a random sample) in {csv_path} (and {jsonl_path.name}); fill in the "
+        f"means assume a random sample) in {csv_path} (and {jsonl_path.name})"
+        + (f", {done} of them labelled already (in {target.labels_path.name})" if done else "")
+        + "; fill in the "
         f"columns {', '.join(metrics)}, then `ragexp label import {csv_path}`"
     )
     return 0
@@ -126,11 +142,7 @@ def _export(
 
 def _import(sheet: Path, out: Path, vocab: Vocabularies) -> int:
     labels = read_sheet(sheet, vocab)
-    existing = {(*lab.key(), lab.labeler, lab.label) for lab in read_labels(out, vocab)} if (
-        out.exists()
-    ) else set()  # fmt: skip
-    new = [lab for lab in labels if (*lab.key(), lab.labeler, lab.label) not in existing]
-    append_labels(out, new)
+    new = _store_new(out, labels, vocab)
     print(
         f"ragexp: {len(new)} labels stored in {out}"
         + (f" ({len(labels) - len(new)} were there already)" if len(new) < len(labels) else "")
@@ -151,17 +163,23 @@ def _pull(target: Target, args: argparse.Namespace, vocab: Vocabularies) -> int:
     tracking = TrackingConfig(tracking_uri=args.tracking_uri, experiment=args.experiment)
     pulled = pull_labels(tracking.uri(), tracking.experiment_name(), vocab, run_ids)
     out = args.out or target.labels_path
-    existing = {(*lab.key(), lab.labeler, lab.label) for lab in read_labels(out, vocab)} if (
-        out.exists()
-    ) else set()  # fmt: skip
-    new = [lab for lab in pulled.labels if (*lab.key(), lab.labeler, lab.label) not in existing]
-    append_labels(out, new)
+    new = _store_new(out, pulled.labels, vocab)
     skipped = f"; {pulled.skipped} HUMAN assessments were no label" if pulled.skipped else ""
     print(
         f"ragexp: {len(new)} new labels from {len(run_ids)} MLflow run(s), {pulled.traces} "
         f"traces, in {out}{skipped}; use them with labels={out}"
     )
     return 0
+
+
+def _store_new(out: Path, labels: Sequence[HumanLabel], vocab: Vocabularies) -> list[HumanLabel]:
+    """Append to ``out`` the labels it does not hold yet (the same answer, metric, person and
+    label); returns those."""
+    held = read_labels(out, vocab) if out.exists() else []
+    existing = {(*lab.key(), lab.labeler, lab.label) for lab in held}
+    new = [lab for lab in labels if (*lab.key(), lab.labeler, lab.label) not in existing]
+    append_labels(out, new)
+    return new
 
 
 def _user() -> str | None:

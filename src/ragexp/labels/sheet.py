@@ -31,10 +31,17 @@ JUDGE_PREFIX = "judge_"
 
 
 def sheet_rows(
-    drawn: Sequence[Drawn], metrics: Sequence[str], sample: str, *, with_judge: bool = False
+    drawn: Sequence[Drawn],
+    metrics: Sequence[str],
+    sample: str,
+    *,
+    with_judge: bool = False,
+    given: Sequence[HumanLabel] = (),
 ) -> list[dict[str, str]]:
-    """One row per drawn answer: its jobs, the case, the retrieved chunks, an empty column per
-    metric (and the judge's label beside it with ``with_judge``)."""
+    """One row per drawn answer: its jobs, the case, the retrieved chunks, a column per metric,
+    empty or holding the label already ``given`` (and the judge's label beside it with
+    ``with_judge``)."""
+    known = {lab.key(): lab for lab in given}
     rows = []
     for item in drawn:
         case = item.case
@@ -48,12 +55,15 @@ def sheet_rows(
             "answer": case.answer or "",
             "reference": case.reference or "",
         }
+        labelers = []
         for metric in metrics:
-            row[metric] = ""
+            label = known.get((case.case_id, item.answer_sha256, metric))
+            row[metric] = label.label if label else ""
+            labelers += [label.labeler] if label and label.labeler else []
             if with_judge:
                 result = case.metrics.get(metric)
                 row[JUDGE_PREFIX + metric] = (result.label or "") if result else ""
-        row.update(labeler="", note="")
+        row.update(labeler=labelers[0] if labelers else "", note="")
         rows.append(row)
     return rows
 

@@ -7,17 +7,34 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragexp.results.jobs import job_label, short_keys
-from ragexp.stats.ranking import SweepSummary
+from ragexp.stats.ranking import Row, SweepSummary
+
+Estimate = tuple[float, float | None, float | None]
+"""A job's mean of the primary metric and its 95% interval."""
+
+
+def plotted(row: Row, summary: SweepSummary) -> Estimate | None:
+    """What the sweep ranked by: the mean corrected for the judge's bias when every job has
+    people's labels (``ranking_basis``), else the judge's mean."""
+    m = row.job.summary.metrics.get(summary.primary) if row.job.summary else None
+    if m is None or m.mean is None:
+        return None
+    if summary.ranking_basis == "calibrated" and m.calibrated is not None:
+        return m.calibrated.mean, m.calibrated.ci_low, m.calibrated.ci_high
+    return m.mean, m.ci_low, m.ci_high
+
+
+def _y_label(summary: SweepSummary) -> str:
+    corrected = " corrected for the judge" if summary.ranking_basis == "calibrated" else ""
+    return f"{summary.primary}{corrected} (mean, 95% CI)"
 
 
 def plot_summary(summary: SweepSummary, path: Path) -> bool:
     """Write the PNG; False (nothing written) when no job has a score to plot."""
     points = [
-        (row.job.swept, m.mean, m.ci_low, m.ci_high)
+        (row.job.swept, *estimate)
         for row in summary.rows
-        if row.job.summary
-        and (m := row.job.summary.metrics.get(summary.primary)) is not None
-        and m.mean is not None
+        if (estimate := plotted(row, summary)) is not None
     ]
     if not points:
         return False
@@ -55,7 +72,7 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
     axes.set_xlabel(short_keys([x_key])[x_key] if x_key else "job")
     if not numeric:
         axes.set_xticks(range(len(x_values)), x_values)
-    axes.set_ylabel(f"{summary.primary} (mean, 95% CI)")
+    axes.set_ylabel(_y_label(summary))
     axes.set_ylim(-0.02, 1.02)
     axes.grid(alpha=0.3)
     if len(lines) > 1 or summary.swept[1:]:
@@ -82,15 +99,14 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
     """Write the quality-against-cost PNG; False (nothing written) without costs or scores."""
     points = []
     for row in summary.rows:
-        s = row.job.summary
-        m = s.metrics.get(summary.primary) if s else None
-        if s is None or s.cost is None or s.cost.tokens_per_case is None or m is None:
+        spent = row.job.summary.cost if row.job.summary else None
+        estimate = plotted(row, summary)
+        if spent is None or spent.tokens_per_case is None or estimate is None:
             continue
-        if m.mean is None:
-            continue
-        low = m.mean - m.ci_low if m.ci_low is not None else 0.0
-        high = m.ci_high - m.mean if m.ci_high is not None else 0.0
-        points.append((s.cost.tokens_per_case, m.mean, low, high, row.job.label, row.on_front))
+        mean, ci_low, ci_high = estimate
+        low = mean - ci_low if ci_low is not None else 0.0
+        high = ci_high - mean if ci_high is not None else 0.0
+        points.append((spent.tokens_per_case, mean, low, high, row.job.label, row.on_front))
     if not points:
         return False
     import matplotlib
@@ -112,7 +128,7 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
                   alpha=0.6, label="Pareto front")  # fmt: skip
         axes.legend(fontsize="small")
     axes.set_xlabel("tokens per case (prompt + completion, every call)")
-    axes.set_ylabel(f"{summary.primary} (mean, 95% CI)")
+    axes.set_ylabel(_y_label(summary))
     axes.set_ylim(-0.02, 1.02)
     axes.grid(alpha=0.3)
     axes.set_title(f"{summary.primary} against cost (grey: dominated)")

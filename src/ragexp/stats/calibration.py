@@ -39,6 +39,9 @@ DEFAULT_LABELS = 30
 """Labels per job to start with, before any were given: enough for the card's kappa and
 leniency to mean something, and for a corrected interval of about ±0.1 to ±0.15 on a typical
 mean, whose measured variances then say how many more."""
+PILOT_LABELS = 10
+"""Labels on a run before their variances are trusted to say how many more: three answers the
+judge got right say little about how often it is wrong."""
 METHOD = "PPI++ (power-tuned prediction-powered inference), t interval"
 
 
@@ -226,10 +229,10 @@ def case_scores(cases: Iterable[CaseResult], metric: str) -> CaseScores:
 
 def labels_needed(human: Mapping[str, float], judge: Mapping[str, float]) -> int:
     """Labels in all for a corrected interval of ±`TARGET_HALF_WIDTH` on one run's mean, from
-    the variances so far; `DEFAULT_LABELS` before there are 2; the run's answer count when
-    even labelling every answer would not get there."""
+    the variances so far; `DEFAULT_LABELS` before there are `PILOT_LABELS`; the run's answer
+    count when even labelling every answer would not get there."""
     labelled = [c for c in judge if c in human]
-    if len(labelled) < 2:
+    if len(labelled) < PILOT_LABELS:
         return DEFAULT_LABELS
     estimate = labels_for_width(
         [human[c] for c in labelled],

@@ -109,7 +109,7 @@ def summarize_sweep(
         unmatched, baseline = baseline, None  # test against the best, and say so
     references = _references(ranked, swept, baseline)
     tests = _tests(ranked, references, swept, primary)
-    front = dominators(scored, primary, swept)
+    front = dominators(scored, primary, swept, calibrated=calibrated)
     rows = [
         _row(job, ranks, tests.get(id(job)), front, effect, references, swept, baseline)
         for job in [*ranked, *(j for j in jobs if id(j) not in ranks)]
