@@ -67,6 +67,7 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
             yerr=[[v[2] for v in values], [v[3] for v in values]],
             marker="o",
             capsize=4,
+            linestyle="-" if numeric else "none",  # no line between unordered settings
             label=name,
         )
     axes.set_xlabel(short_keys([x_key])[x_key] if x_key else "job")
