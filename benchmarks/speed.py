@@ -1,4 +1,4 @@
-"""ragexp's speed figures (a)-(f), measured against a loopback server that speaks the Ollama API.
+"""ragexp's speed figures (a)-(h), measured against a loopback server that speaks the Ollama API.
 
     .venv/bin/python benchmarks/speed.py              # the figures in benchmarks/README.md
     .venv/bin/python benchmarks/speed.py --tiny       # a few cases: what the test suite runs
