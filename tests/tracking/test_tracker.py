@@ -131,3 +131,25 @@ def test_a_bad_tracking_store_stops_the_run_in_seconds_before_any_llm_call(
     assert BAD_STORES[uri] in errors[0]
     assert llm_calls == []
     assert wall_s < 30  # about 5 s here, while a job starts in about 3 s
+
+
+def test_after_a_run_the_sqlite_file_holds_it_alone(ollama: OllamaRun, tmp_path: Path) -> None:
+    """The store is used in WAL mode: the run's traces must be folded back into mlflow.db, so
+    that the file copied on its own (a CI artifact) has the whole run."""
+    import mlflow
+
+    ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run")
+    store = ollama.cwd / "mlflow.db"
+    assert not (ollama.cwd / "mlflow.db-wal").exists()
+    assert not (ollama.cwd / "mlflow.db-shm").exists()
+    copy = tmp_path / "copied" / "mlflow.db"
+    copy.parent.mkdir()
+    copy.write_bytes(store.read_bytes())
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{copy}")
+    [run] = client.search_runs([client.get_experiment_by_name("ragexp").experiment_id])
+    assert run.info.status == "FINISHED"
+    cases = (ollama.cwd / "outputs/run/cases.jsonl").read_text().splitlines()
+    traces = client.search_traces(
+        locations=[run.info.experiment_id], run_id=run.info.run_id, max_results=100
+    )
+    assert len(traces) == len(cases) > 0

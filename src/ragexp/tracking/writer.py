@@ -138,6 +138,16 @@ class MlflowWriter:
             f"logged to MLflow: {self.failure}"
         )
 
+    def close(self) -> None:
+        """Close the store's connections. On a sqlite store in WAL mode the last connection to
+        close folds the write-ahead log back into the database file, so ``mlflow.db`` holds the
+        whole run on its own (copied, uploaded by a CI job) and no ``-wal``/``-shm`` files stay
+        beside it. (MLflow keeps one store per URI: the run's client writes through it too.)"""
+        engine = getattr(self.tracing.store, "engine", None)
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.dispose()
+
 
 def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> None:
     """The tracker process. It opens the store at once, then reads ``inbox``: a `Begin`, the
@@ -177,6 +187,7 @@ def serve(inbox: Any, outbox: Connection, config: RunConfig, run_name: str) -> N
         )
         with contextlib.suppress(Exception):
             writer.client.set_terminated(writer.run_id, end.status)
+    writer.close()
     _tell(outbox, "finished", writer.run_id, warning)
     _exit()
 
