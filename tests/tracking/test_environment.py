@@ -357,3 +357,18 @@ def test_a_run_and_its_traces_reach_a_real_mlflow_server(
     assert len(traces) == 2 and questions == {c["question"] for c in cases}
     assert "cases.jsonl" in {a.path for a in client(mlflow_server).list_artifacts(run_id)}
     assert not (cwd / "mlflow.db").exists() and not (cwd / "mlruns").exists()
+
+
+def test_compare_reads_a_run_from_the_server_without_progress_bars(
+    team: dict[str, Any], mlflow_server: str
+) -> None:
+    """`compare` downloads the run's files from the server: its output is the comparison alone,
+    not MLflow's artifact progress bars."""
+    cwd = team["tmp"] / "server-compare"
+    ok(ragexp(cwd, *RUN, "hydra.run.dir=run", **team["ollama"], **{URI_ENV: mlflow_server}))
+    run_id = job(cwd / "run")["mlflow_run_id"]
+    result = ragexp(cwd, "compare", "run", run_id, **{URI_ENV: mlflow_server})
+    assert result.returncode == 0, result.stderr
+    assert "Downloading artifacts" not in result.stderr + result.stdout
+    assert result.stderr == ""
+    assert f"B = {run_id}" in result.stdout

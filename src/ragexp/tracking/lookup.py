@@ -5,6 +5,7 @@ id, or an MLflow run name (newest first in the experiment); an MLflow run's file
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,8 @@ def _download(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
     from mlflow.exceptions import MlflowException
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
+    # MLflow draws a progress bar per file it downloads from a server: noise in our output
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     client = mlflow.MlflowClient(tracking_uri=tracking_uri)
     run = _find_run(client, ref, experiment)
     if run is None:
