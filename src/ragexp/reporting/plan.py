@@ -54,7 +54,8 @@ def plan_lines(plans: Sequence[MetricPlan], *, markdown: bool) -> list[str]:
             f"±{num(p.mde, digits=3)}",
             f"per-case difference: sd {p.sd:.3f}; variance ω² {p.terms.omega2:.4f} (the cases) "
             f"+ σ²/K {p.terms.sigma2 / p.terms.repeats:.4f} (the judge's noise, K = "
-            f"{p.terms.repeats}); design effect {p.terms.deff:.2f}",
+            f"{p.terms.repeats}); design effect {p.terms.deff:.2f}"
+            + (" (under 1 on these clusters: taken as 1)" if p.terms.deff < 1 else ""),
             _dominant(p),
             "from the paired differences between the pilot's jobs"
             if p.basis == "paired"
