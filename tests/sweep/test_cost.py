@@ -176,7 +176,7 @@ def test_each_test_carries_the_mde_and_cases_needed_at_its_holm_level(
         size = solver.solve_power(
             effect_size=None, nobs=N_CASES, alpha=alpha, power=0.8, alternative="two-sided"
         )
-        assert test["mde"] == pytest.approx(float(np.squeeze(size)) * sd, rel=1e-6), generator
+        assert test["mde"] == pytest.approx(float(np.squeeze(size)) * sd, rel=1e-4), generator
         n = solver.solve_power(
             effect_size=summary["effect"] / sd, nobs=None, alpha=alpha, power=0.8,
             alternative="two-sided",
@@ -288,7 +288,7 @@ def test_plan_on_the_sweep_prints_the_cases_needed(sweep: dict[str, Any]) -> Non
         effect_size=None, nobs=N_CASES, alpha=alpha, power=0.8, alternative="two-sided"
     )
     assert plan["cases_needed"] == math.ceil(float(np.squeeze(n)))
-    assert plan["mde"] == pytest.approx(float(np.squeeze(size)) * sd, rel=1e-6)
+    assert plan["mde"] == pytest.approx(float(np.squeeze(size)) * sd, rel=1e-4)
     assert (plan["n"], plan["configs"], plan["basis"]) == (N_CASES, 3, "paired")
     assert plan["alpha"] == pytest.approx(alpha) and plan["effect"] == 0.05
     terms = plan["variance"]

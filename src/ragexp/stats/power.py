@@ -6,7 +6,9 @@ Its variance is ``Var(d̄) = deff · (ω² + σ²/K) / n``: ω² is how much the
 vary, σ² the judge's own noise in a difference (from ``judge.repeats``: twice the per-judgement
 variance, one judging on each side), K the judgements averaged per answer, and deff the design
 effect of cases that share a document. Power is the one-sample t-test's on the differences
-(statsmodels' ``TTestPower``), at the α the test actually uses (after Holm, α divided by the
+(the noncentral t, as statsmodels' ``TTestPower`` computes it; the sizes and effects are its
+roots, found here by bracketing, since statsmodels' solver takes seconds at some inputs), at the
+α the test actually uses (after Holm, α divided by the
 number of tests still in play), on ``n / deff`` effective cases.
 """
 
@@ -28,23 +30,40 @@ POWER = 0.8
 MAX_CASES = 1_000_000
 
 
-def _power_solver() -> object:
-    from statsmodels.stats.power import TTestPower
-
-    return TTestPower()
-
-
 def mde(sd: float, n_eff: float, alpha: float = ALPHA, power: float = POWER) -> float | None:
     """The smallest difference (in score units) a two-sided paired test over ``n_eff`` effective
     cases detects with ``power``, when the per-case differences have standard deviation ``sd``;
     None below 2 cases or without spread."""
     if n_eff < 2 or sd <= 0:
         return None
-    solver = _power_solver()
-    size = solver.solve_power(  # type: ignore[attr-defined]
-        effect_size=None, nobs=n_eff, alpha=alpha, power=power, alternative="two-sided"
-    )
-    return float(np.squeeze(size)) * sd  # statsmodels may answer a one-element array
+    return _detectable_effect_size(n_eff, alpha, power) * sd
+
+
+def paired_power(effect_size: float, n: float, alpha: float = ALPHA) -> float:
+    """Power of the two-sided one-sample t-test on ``n`` differences at standardised effect
+    ``effect_size``: the noncentral t's mass beyond the critical values (statsmodels'
+    ``TTestPower.power``)."""
+    from scipy import stats
+
+    df, nc = n - 1, effect_size * math.sqrt(n)
+    critical = float(stats.t.isf(alpha / 2, df))
+    # The wrong-side tail is far below 1e-3 for any effect > 0, and at a few degrees of freedom
+    # scipy answers it with NaN when it vanishes.
+    wrong_side = float(stats.nct.cdf(-critical, df, nc))
+    right_side = float(stats.nct.sf(critical, df, nc))
+    return right_side + (wrong_side if math.isfinite(wrong_side) else 0.0)
+
+
+def _detectable_effect_size(n: float, alpha: float, power: float) -> float:
+    """The standardised effect at which `paired_power` is ``power``. A bracketed root (power
+    rises with the effect); statsmodels' ``solve_power`` finds the same one, but at some sizes
+    (n = 79 at α = 0.05 / 3) its fallback search takes seconds per call."""
+    from scipy.optimize import brentq
+
+    high = 1.0
+    while paired_power(high, n, alpha) < power:
+        high *= 2
+    return float(brentq(lambda d: paired_power(d, n, alpha) - power, 0.0, high, xtol=1e-12))
 
 
 def cases_needed(
@@ -54,21 +73,19 @@ def cases_needed(
     effect); None without spread (any difference would show)."""
     if sd <= 0 or effect <= 0:
         return None
-    solver = _power_solver()
-    try:
-        n = float(
-            np.squeeze(
-                solver.solve_power(  # type: ignore[attr-defined]
-                    effect_size=effect / sd, nobs=None, alpha=alpha, power=power,
-                    alternative="two-sided",
-                )
-            )
-        )  # fmt: skip
-    except (ValueError, RuntimeError):  # statsmodels' root finder: beyond any sensible size
+    size = effect / sd
+    if paired_power(size, MAX_CASES, alpha) < power:
         return MAX_CASES
-    if not math.isfinite(n):
-        return MAX_CASES
-    return min(MAX_CASES, math.ceil(max(n, 2.0) * max(deff, 1.0)))
+    low, high = 2.0, 4.0  # power rises with n: bracket the root by doubling, then close it
+    while paired_power(size, high, alpha) < power:
+        low, high = high, high * 2
+    if paired_power(size, low, alpha) >= power:
+        n = low
+    else:
+        from scipy.optimize import brentq
+
+        n = float(brentq(lambda m: paired_power(size, m, alpha) - power, low, high, xtol=1e-9))
+    return min(MAX_CASES, math.ceil(n * max(deff, 1.0)))
 
 
 @dataclass(frozen=True)
