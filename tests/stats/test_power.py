@@ -122,7 +122,7 @@ def test_mde_is_a_number_at_every_size(alpha: float) -> None:
     with a one-element array rather than a number, and takes seconds at others (n = 79 at
     α = 0.05 / 3); the MDE is a number at every size (a sweep of 120 cases must not crash
     summarising itself), and it is the effect at which statsmodels' power is 80%."""
-    for n in [3, 10, 50, *range(60, 125), 876, 883, 909, 912]:
+    for n in [10, 50, *range(60, 125), 876, 883, 909, 912]:  # n = 2: the test below
         found = mde(0.35, n, alpha)
         assert isinstance(found, float), n
         power = TTestPower().power(effect_size=found / 0.35, nobs=n, alpha=alpha)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ragexp.errors import ConfigError
 from ragexp.labels.draw import Drawn
-from ragexp.results.labels import HumanLabel, Vocabularies, parse_label
+from ragexp.results.labels import HumanLabel, Vocabularies, json_lines, parse_label
 
 FIXED = [
     "sample",
@@ -126,17 +126,11 @@ def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[st
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
     if path.suffix.lower() == ".jsonl":
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        for where, row in json_lines(path, text.splitlines()):
             if not isinstance(row, dict):
-                raise ConfigError(f"{path}:{number}: expected a JSON object")
-            _check_columns(list(row), f"{path}:{number}", vocabularies)
-            yield f"{path}:{number}", row
+                raise ConfigError(f"{where}: expected a JSON object")
+            _check_columns(list(row), where, vocabularies)
+            yield where, row
         return
     reader = csv.DictReader(text.splitlines(keepends=True))
     if reader.fieldnames is None or "case_id" not in reader.fieldnames:

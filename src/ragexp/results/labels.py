@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -121,17 +122,20 @@ def read_labels(path: Path, vocabularies: Vocabularies) -> list[HumanLabel]:
             f"labels={path}: cannot read it ({exc.strerror or first_line(exc)}); give a labels "
             "JSONL file or a folder of them"
         ) from None
-    labels = []
+    return [parse_label(row, where, vocabularies) for where, row in json_lines(path, lines)]
+
+
+def json_lines(path: Path, lines: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line of ``path`` parsed as JSON, with its ``file:line``; a line that is
+    not JSON is one `ConfigError` naming it."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            row = json.loads(line)
+            yield where, json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from None
-        labels.append(parse_label(row, where, vocabularies))
-    return labels
 
 
 def append_labels(path: Path, labels: Iterable[HumanLabel]) -> int:

@@ -8,14 +8,14 @@ variance, one judging on each side), K the judgements averaged per answer, and d
 effect of cases that share a document. Power is the one-sample t-test's on the differences
 (the noncentral t, as statsmodels' ``TTestPower`` computes it; the sizes and effects are its
 roots, found here by bracketing, since statsmodels' solver takes seconds at some inputs), at the
-α the test actually uses (after Holm, α divided by the
-number of tests still in play), on ``n / deff`` effective cases.
+α the test actually uses (after Holm, α divided by the number of tests still in play), on
+``n / deff`` effective cases.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,15 +55,23 @@ def paired_power(effect_size: float, n: float, alpha: float = ALPHA) -> float:
 
 
 def _detectable_effect_size(n: float, alpha: float, power: float) -> float:
-    """The standardised effect at which `paired_power` is ``power``. A bracketed root (power
-    rises with the effect); statsmodels' ``solve_power`` finds the same one, but at some sizes
-    (n = 79 at α = 0.05 / 3) its fallback search takes seconds per call."""
+    """The standardised effect at which `paired_power` is ``power`` (it rises with the effect).
+    statsmodels' ``solve_power`` finds the same root, but at some sizes (n = 79 at α = 0.05 / 3)
+    its fallback search takes seconds per call."""
+    return _rising_root(lambda d: paired_power(d, n, alpha) - power, 0.0, 1.0, xtol=1e-12)
+
+
+def _rising_root(f: Callable[[float], float], low: float, high: float, *, xtol: float) -> float:
+    """Where ``f``, rising, crosses 0 at or above ``low`` (``low`` itself when ``f`` is not
+    below 0 there): ``high`` doubles until ``f(high)`` is not below 0, then Brent's method closes
+    the bracket."""
+    while f(high) < 0:
+        low, high = high, high * 2
+    if f(low) >= 0:
+        return low
     from scipy.optimize import brentq
 
-    high = 1.0
-    while paired_power(high, n, alpha) < power:
-        high *= 2
-    return float(brentq(lambda d: paired_power(d, n, alpha) - power, 0.0, high, xtol=1e-12))
+    return float(brentq(f, low, high, xtol=xtol))
 
 
 def cases_needed(
@@ -76,15 +84,7 @@ def cases_needed(
     size = effect / sd
     if paired_power(size, MAX_CASES, alpha) < power:
         return MAX_CASES
-    low, high = 2.0, 4.0  # power rises with n: bracket the root by doubling, then close it
-    while paired_power(size, high, alpha) < power:
-        low, high = high, high * 2
-    if paired_power(size, low, alpha) >= power:
-        n = low
-    else:
-        from scipy.optimize import brentq
-
-        n = float(brentq(lambda m: paired_power(size, m, alpha) - power, low, high, xtol=1e-9))
+    n = _rising_root(lambda m: paired_power(size, m, alpha) - power, 2.0, 4.0, xtol=1e-9)
     return min(MAX_CASES, math.ceil(n * max(deff, 1.0)))
 
 
