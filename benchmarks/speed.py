@@ -245,8 +245,8 @@ def figure_g(root: Path, n: int, repeats: int) -> list[str]:
         f"{statistics.median(r.cpu_s for r in offs):.2f} s CPU; on "
         f"{statistics.median(r.exit_s for r in ons):.2f} s, "
         f"{statistics.median(r.cpu_s for r in ons):.2f} s CPU",
-        f"g) MLflow per case: +{statistics.median(wall):.1f} ms wall (pairs "
-        f"{', '.join(f'{w:.1f}' for w in wall)}; target <= 5), +{statistics.median(cpu):.1f} ms "
+        f"g) MLflow per case: {statistics.median(wall):+.1f} ms wall (pairs "
+        f"{', '.join(f'{w:.1f}' for w in wall)}; target <= 5), {statistics.median(cpu):+.1f} ms "
         f"CPU (pairs {', '.join(f'{c:.1f}' for c in cpu)}; target <= 5)",
     ]
 

@@ -4,129 +4,24 @@ The public API for plugin authors and embedding applications; docs/architecture.
 package.
 """
 
-from importlib.metadata import version as _version
+from __future__ import annotations
 
-from ragexp.config import (
-    CacheConfig,
-    CompareConfig,
-    DatasetConfig,
-    EmbedderConfig,
-    GateConfig,
-    JudgeConfig,
-    LLMConfig,
-    PromptConfig,
-    RetrieverConfig,
-    RunConfig,
-    RunOptions,
-    TrackingConfig,
-)
-from ragexp.data.chunking import Chunk
-from ragexp.errors import (
-    BackendError,
-    BackendUnavailable,
-    ConfigError,
-    DatasetError,
-    GateFailed,
-    Interrupted,
-    MetricError,
-    ModelNotFound,
-    NativeCodeError,
-    PluginError,
-    RagexpError,
-    RagexpWarning,
-    RunFailed,
-    ServerGone,
-)
-from ragexp.events import CaseEnd, RunEnd, RunStart
-from ragexp.hookspecs import hookimpl
-from ragexp.llm.cache import CallCache
-from ragexp.llm.endpoint import Endpoint
-from ragexp.llm.interface import Backend, BackendSpec, Completion, Message
-from ragexp.metrics import Judge, Metric, ReadsMean, RegisterMetric, Sample, strip_reasoning
-from ragexp.results import (
-    AppliedLabel,
-    CalibratedMean,
-    CallCount,
-    CaseResult,
-    Cost,
-    JudgeCard,
-    Judgement,
-    LabelsInfo,
-    LLMCall,
-    MetricResult,
-    MetricSource,
-    MetricSummary,
-    NoiseSummary,
-    RetrievedChunk,
-    SettingLeniency,
-    Summary,
-)
-from ragexp.retrieval.base import EndpointFactory, Retriever, RetrieverSpec
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-__version__ = _version("ragexp")
+if TYPE_CHECKING:
+    from ragexp.api import *  # noqa: F403
+    from ragexp.api import __all__ as __all__
 
-__all__ = [
-    "AppliedLabel",
-    "Backend",
-    "BackendError",
-    "BackendSpec",
-    "BackendUnavailable",
-    "CacheConfig",
-    "CalibratedMean",
-    "CallCache",
-    "CallCount",
-    "CaseEnd",
-    "CaseResult",
-    "Chunk",
-    "CompareConfig",
-    "Completion",
-    "ConfigError",
-    "Cost",
-    "DatasetConfig",
-    "DatasetError",
-    "EmbedderConfig",
-    "Endpoint",
-    "EndpointFactory",
-    "GateConfig",
-    "GateFailed",
-    "Interrupted",
-    "Judge",
-    "JudgeCard",
-    "JudgeConfig",
-    "Judgement",
-    "LLMCall",
-    "LLMConfig",
-    "LabelsInfo",
-    "Message",
-    "Metric",
-    "MetricError",
-    "MetricResult",
-    "MetricSource",
-    "MetricSummary",
-    "ModelNotFound",
-    "NativeCodeError",
-    "NoiseSummary",
-    "PluginError",
-    "PromptConfig",
-    "RagexpError",
-    "RagexpWarning",
-    "ReadsMean",
-    "RegisterMetric",
-    "RetrievedChunk",
-    "Retriever",
-    "RetrieverConfig",
-    "RetrieverSpec",
-    "RunConfig",
-    "RunEnd",
-    "RunFailed",
-    "RunOptions",
-    "RunStart",
-    "Sample",
-    "ServerGone",
-    "SettingLeniency",
-    "Summary",
-    "TrackingConfig",
-    "__version__",
-    "hookimpl",
-    "strip_reasoning",
-]
+
+def __getattr__(name: str) -> Any:
+    """A public name (`ragexp.api`), imported on first use and kept."""
+    api = import_module("ragexp.api")  # not `from ragexp import api`: that asks this function
+    if name == "__all__" or name in api.__all__:
+        value = getattr(api, name)
+    elif name in globals():  # a subpackage the API's import loaded
+        value = globals()[name]
+    else:
+        raise AttributeError(f"module 'ragexp' has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -9,7 +9,15 @@ import pytest
 
 from ragexp.results import CaseResult, MetricResult
 from ragexp.results.summary import MetricSummary, Summary
-from ragexp.tracking.run import REDACTED, RunRecord, case_table, env_secrets, flatten, metric_values
+from ragexp.tracking.run import (
+    REDACTED,
+    RunRecord,
+    case_table,
+    env_secrets,
+    flatten,
+    metric_values,
+    table_json,
+)
 
 
 def test_flatten_uses_dotted_keys() -> None:
@@ -88,3 +96,16 @@ def test_case_table_has_one_row_per_case() -> None:
     assert table["faithfulness/label"] == ["YES", ""]
     assert table["faithfulness/score"] == [1.0, None]
     assert table["error"] == ["", "boom"]
+
+
+def test_the_table_json_is_what_pandas_writes_for_mlflow() -> None:
+    import pandas as pd
+
+    table = {
+        "case_id": ["a/1", "é"],
+        "score": [1 / 3, float("nan")],
+        "label": ["YES", ""],
+        "n": [1.0, None],
+    }
+    expected = pd.DataFrame(table).to_json(orient="split", index=False, date_format="iso")
+    assert table_json(table) == expected

@@ -50,7 +50,7 @@ def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments
     )  # fmt: skip
     trace = case_trace(case, _config(), experiment_id="7", run_id="run-1")
 
-    root, retrieve, generate, judge = trace.spans
+    root, retrieve, generate, judge = trace.span_entities()
     assert root.name == "case c1" and root.parent_id is None
     assert {s.parent_id for s in (retrieve, generate, judge)} == {root.span_id}
     assert (retrieve.start_time_ns, retrieve.end_time_ns) == (1_000_000_000, 2_000_000_000)
@@ -60,9 +60,9 @@ def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments
     assert generate.span_type == "CHAT_MODEL" and judge.span_type == "LLM"
     assert generate.inputs == {"prompt": "generate prompt"} and judge.outputs == {"text": "YES"}
     assert judge.attributes["cached"] is True
-    assert {s.trace_id for s in trace.spans} == {trace.info.trace_id}
+    assert {s.trace_id for s in trace.span_entities()} == {trace.trace_id}
 
-    info = trace.info
+    info = trace.info()
     assert info.trace_metadata[TraceMetadataKey.SOURCE_RUN] == "run-1"
     assert (info.request_time, info.execution_duration) == (1000, 2500)
     feedback = {a.name: a for a in info.assessments}
@@ -115,17 +115,17 @@ def test_logged_traces_carry_the_reference_as_an_expectation_and_their_token_usa
         for case in (referenced, unreferenced)
     ]
     # The totals travel in the trace's info (the store would otherwise sum the spans itself).
-    assert built[0].info.token_usage == {
+    assert built[0].info().token_usage == {
         "input_tokens": 150,
         "output_tokens": 23,
         "total_tokens": 173,
     }
-    assert built[1].info.token_usage is None
+    assert built[1].info().token_usage is None
     log_traces(TracingClient(uri), experiment_id, built)
 
     listed = client.search_traces(locations=[experiment_id], run_id=run_id)
-    assert sorted(t.info.trace_id for t in listed) == sorted(t.info.trace_id for t in built)
-    a, b = (client.get_trace(t.info.trace_id) for t in built)
+    assert sorted(t.info.trace_id for t in listed) == sorted(t.trace_id for t in built)
+    a, b = (client.get_trace(t.trace_id) for t in built)
 
     [expectation] = [x for x in a.info.assessments if x.expectation is not None]
     assert (expectation.name, expectation.value) == ("expected_response", "At 6 pm.")

@@ -9,7 +9,7 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ragexp.errors import ConfigError, first_line
 from ragexp.results.case import CaseResult
@@ -29,15 +29,41 @@ class Pulled:
     traces: int
 
 
-def human_feedback(case: CaseResult) -> list[Any]:
-    """One HUMAN feedback per person's label of this case (``MetricResult.human``)."""
-    from mlflow.entities import AssessmentSource, Feedback
+@dataclass(frozen=True)
+class Assessment:
+    """One assessment of a trace, as plain data (`entity` makes MLflow's)."""
 
+    kind: Literal["feedback", "expectation"]
+    name: str
+    value: Any
+    source_type: str
+    source_id: str
+    rationale: str | None = None
+    metadata: dict[str, str] | None = None
+    error: str | None = None
+    """A feedback's error message (MLflow's error code ``ASSESSMENT_ERROR``)."""
+
+    def entity(self) -> Any:
+        from mlflow.entities import AssessmentSource, Expectation, Feedback
+
+        source = AssessmentSource(source_type=self.source_type, source_id=self.source_id)
+        if self.kind == "expectation":
+            return Expectation(name=self.name, value=self.value, source=source)
+        return Feedback(
+            name=self.name, value=self.value, source=source, rationale=self.rationale,
+            metadata=self.metadata, error=self.error,
+        )  # fmt: skip
+
+
+def human_feedback(case: CaseResult) -> list[Assessment]:
+    """One HUMAN feedback per person's label of this case (``MetricResult.human``)."""
     return [
-        Feedback(
+        Assessment(
+            kind="feedback",
             name=name,
             value=label.label,
-            source=AssessmentSource(source_type="HUMAN", source_id=label.labeler or "ragexp"),
+            source_type="HUMAN",
+            source_id=label.labeler or "ragexp",
             metadata={"ragexp.copy": "true", "random": str(label.random).lower()},
         )
         for name, result in case.metrics.items()

@@ -3,6 +3,8 @@ redacted), metrics named as MLflow's GenAI evaluation names them, tags, and the 
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,6 +24,8 @@ SECRET_KEYS = frozenset(
 `max_tokens` stays readable."""
 REDACTED = "***"
 TABLE_FILE = "cases_table.json"
+TABLE_DECIMALS = 10
+"""Decimals of a float in the per-case table, as pandas' ``to_json`` (MLflow's ``log_table``)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,25 @@ def case_table(cases: Sequence[CaseResult]) -> dict[str, list[Any]]:
         table[f"{name}/label"] = [r.label if r and r.label is not None else "" for r in results]
         table[f"{name}/score"] = [r.score if r else None for r in results]
     return table
+
+
+def table_json(table: Mapping[str, Sequence[Any]]) -> str:
+    """The per-case table as MLflow's ``log_table`` writes it (pandas' ``to_json`` with
+    ``orient="split"``: ASCII, ``/`` escaped, floats to 10 decimals, NaN as null)."""
+    columns = list(table)
+    rows = [[_table_cell(column[i]) for column in table.values()] for i in range(_height(table))]
+    text = json.dumps({"columns": columns, "data": rows}, separators=(",", ":"), allow_nan=False)
+    return text.replace("/", "\\/")
+
+
+def _height(table: Mapping[str, Sequence[Any]]) -> int:
+    return len(next(iter(table.values()), ()))
+
+
+def _table_cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, TABLE_DECIMALS) if math.isfinite(value) else None
+    return value
 
 
 def _metric_key(label: str) -> str:

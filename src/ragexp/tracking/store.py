@@ -33,7 +33,6 @@ import os
 import socket
 import sqlite3
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,7 +69,7 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
         with store_lock(uri), quick_http():
             client = mlflow.MlflowClient(tracking_uri=uri)
             experiment_id = open_experiment(client, experiment, uri)
-            _check_artifact_folder(client.get_experiment(experiment_id).artifact_location)
+            check_artifact_folder(client.get_experiment(experiment_id).artifact_location)
             return client, experiment_id
     except ConfigError:
         raise
@@ -160,7 +159,7 @@ def _check_folder_store(uri: str) -> None:
         raise ConfigError(f"tracking: cannot use {uri}: {path} is a file, not a folder; {FIX}")
 
 
-def _check_artifact_folder(location: str) -> None:
+def check_artifact_folder(location: str) -> None:
     """A local artifact folder (a sqlite store's default is ``./mlruns``) that is blocked by a
     file: MLflow would log the whole run and fail on its artifacts at the very end."""
     parts = urlsplit(location)
@@ -177,6 +176,8 @@ def _check_artifact_folder(location: str) -> None:
 
 def _check_reachable(uri: str) -> None:
     """Connect to an HTTP store's port, unless a proxy is configured for it."""
+    import urllib.request  # here: it imports http, email and ssl, which no other store needs
+
     parts = urlsplit(uri)
     host = parts.hostname or ""
     try:

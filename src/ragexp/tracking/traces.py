@@ -2,10 +2,12 @@
 assessment per metric, so MLflow's UI lists the run under "Evaluation runs", the case's reference
 as an expectation, and token usage where MLflow's UI reads it.
 
-The traces are built as MLflow entities here and written in batches through MLflow's tracing
-client: `start_trace` per trace (its info, tags and assessments in one transaction) and one
-`log_spans` per batch. MLflow's tracer instead writes every span as it ends and every assessment
-on its own, about 100 ms per case on SQLite against about 20 ms this way.
+`case_trace` builds a trace as plain data (`CaseTrace`: its info, its spans in MLflow's
+serialised form, its assessments), which both writers take: `log_traces` hands it to MLflow's
+tracing client (`start_trace` per trace, its info, tags and assessments in one transaction, and
+one `log_spans` per batch; MLflow's tracer instead writes every span as it ends and every
+assessment on its own, about 100 ms per case on SQLite against about 20 ms this way), and
+`ragexp.tracking.sqlite` writes it into MLflow's tables itself.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import base64
 import json
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragexp.config.schema import RunConfig
 from ragexp.results.case import CaseResult, LLMCall
 from ragexp.results.labels import answer_sha256
-from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback
+from ragexp.tracking import names
+from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, Assessment, human_feedback
 
 if TYPE_CHECKING:
     from mlflow.entities import Span, TraceInfo
@@ -29,17 +32,49 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CaseTrace:
-    info: TraceInfo
-    spans: list[Span]
+    """One case's trace as MLflow stores it."""
+
+    trace_id: str
+    experiment_id: str
+    request_time: int
+    """Milliseconds since the epoch."""
+    execution_duration: int
+    state: Literal["OK", "ERROR"]
+    request_preview: str
+    response_preview: str
+    metadata: dict[str, str]
+    tags: dict[str, str]
+    assessments: list[Assessment]
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    """In MLflow's serialised form (`Span.from_dict`), the root first."""
+
+    def info(self) -> TraceInfo:
+        """The trace's info as an MLflow entity."""
+        from mlflow.entities import TraceInfo, TraceLocation, TraceState
+
+        return TraceInfo(
+            trace_id=self.trace_id,
+            trace_location=TraceLocation.from_experiment_id(self.experiment_id),
+            request_time=self.request_time,
+            execution_duration=self.execution_duration,
+            state=TraceState(self.state),
+            request_preview=self.request_preview,
+            response_preview=self.response_preview,
+            trace_metadata=dict(self.metadata),
+            tags=dict(self.tags),
+            assessments=[a.entity() for a in self.assessments],
+        )
+
+    def span_entities(self) -> list[Span]:
+        from mlflow.entities import Span
+
+        return [Span.from_dict(span) for span in self.spans]
 
 
 def case_trace(
     case: CaseResult, config: RunConfig, *, experiment_id: str, run_id: str
 ) -> CaseTrace:
     """The trace of one finished case, linked to the MLflow run ``run_id``."""
-    from mlflow.entities import TraceInfo, TraceLocation, TraceState
-    from mlflow.tracing.constant import SpansLocation, TraceTagKey
-
     builder = _SpanBuilder()
     calls = case.llm_calls()
     start = case.retrieve_ns[0] if case.retrieve_ns else min((c.start_ns for c in calls), default=0)
@@ -52,25 +87,24 @@ def case_trace(
         error=case.error is not None,
     )  # fmt: skip
     usages = _child_spans(builder, root, case, calls, config.retriever.top_k)
-    metadata = _metadata(run_id, inputs, outputs, usages)
-    info = TraceInfo(
+    return CaseTrace(
         trace_id=builder.trace_id,
-        trace_location=TraceLocation.from_experiment_id(experiment_id),
+        experiment_id=experiment_id,
         request_time=start // 1_000_000,
         execution_duration=(end - start) // 1_000_000,
-        state=TraceState.ERROR if case.error else TraceState.OK,
+        state="ERROR" if case.error else "OK",
         request_preview=_dumps(inputs),
         response_preview=_dumps(outputs),
-        trace_metadata=metadata,
+        metadata=_metadata(run_id, inputs, outputs, usages),
         tags={
-            TraceTagKey.TRACE_NAME: name,
-            TraceTagKey.SPANS_LOCATION: SpansLocation.TRACKING_STORE.value,
+            names.TRACE_NAME: name,
+            names.SPANS_LOCATION: names.SPANS_IN_TRACKING_STORE,
             CASE_TAG: case.case_id,
             **({ANSWER_TAG: answer_sha256(case.answer)} if case.answer is not None else {}),
         },
         assessments=_assessments(case, config),
+        spans=builder.spans,
     )
-    return CaseTrace(info, builder.spans)
 
 
 def _child_spans(
@@ -78,8 +112,6 @@ def _child_spans(
 ) -> list[dict[str, int]]:
     """The retrieval span and one span per LLM call under ``root``; returns the calls' token
     usages (those whose backend reported both counts)."""
-    from mlflow.tracing.constant import SpanAttributeKey
-
     if case.retrieve_ns:
         builder.span(
             "retrieve", "RETRIEVER", root, *case.retrieve_ns,
@@ -96,7 +128,7 @@ def _child_spans(
             "cached": call.cached,
         }  # fmt: skip
         if (usage := _usage(call)) is not None:
-            attributes[SpanAttributeKey.CHAT_USAGE] = usage
+            attributes[names.SPAN_CHAT_USAGE] = usage
             usages.append(usage)
         builder.span(
             call.role, "CHAT_MODEL" if call.role == "generate" else "LLM", root,
@@ -110,22 +142,16 @@ def _metadata(
     run_id: str, inputs: Any, outputs: Any, usages: list[dict[str, int]]
 ) -> dict[str, str]:
     """The trace's metadata: its run, schema, inputs and outputs, and its total token usage."""
-    from mlflow.tracing.constant import (
-        TRACE_SCHEMA_VERSION,
-        TRACE_SCHEMA_VERSION_KEY,
-        TraceMetadataKey,
-    )
-
     metadata = {
-        TraceMetadataKey.SOURCE_RUN: run_id,
-        TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
-        TraceMetadataKey.INPUTS: _dumps(inputs),
-        TraceMetadataKey.OUTPUTS: _dumps(outputs),
+        names.TRACE_SOURCE_RUN: run_id,
+        names.TRACE_SCHEMA_VERSION_KEY: str(names.TRACE_SCHEMA_VERSION),
+        names.TRACE_INPUTS: _dumps(inputs),
+        names.TRACE_OUTPUTS: _dumps(outputs),
     }
     if usages:
         # The trace's total, which `start_trace` stores as given (MLflow's tracer sums the spans'
         # usage the same way). Cached calls count: their tokens are the ones behind this answer.
-        metadata[TraceMetadataKey.TOKEN_USAGE] = _dumps(
+        metadata[names.TRACE_TOKEN_USAGE] = _dumps(
             {key: sum(usage[key] for usage in usages) for key in usages[0]}
         )
     return metadata
@@ -134,37 +160,33 @@ def _metadata(
 def log_traces(client: TracingClient, experiment_id: str, traces: Sequence[CaseTrace]) -> None:
     """Write ``traces``: each trace's info and assessments, then all their spans at once."""
     for trace in traces:
-        client.start_trace(trace.info)
-    client.log_spans(experiment_id, [span for trace in traces for span in trace.spans])
+        client.start_trace(trace.info())
+    client.log_spans(experiment_id, [span for trace in traces for span in trace.span_entities()])
 
 
-def _assessments(case: CaseResult, config: RunConfig) -> list[Any]:
+def _assessments(case: CaseResult, config: RunConfig) -> list[Assessment]:
     """One feedback per metric, and the case's reference as an expectation under the name
     `mlflow.genai.evaluate` gives a dataset's ground-truth answer."""
-    from mlflow.entities import AssessmentSource, Expectation, Feedback
-    from mlflow.genai.evaluation.constant import AgentEvaluationReserverKey
-
-    assessments: list[Any] = []
+    assessments: list[Assessment] = []
     if case.reference is not None:
         assessments.append(
-            Expectation(
-                name=AgentEvaluationReserverKey.EXPECTED_RESPONSE,
+            Assessment(
+                kind="expectation",
+                name=names.EXPECTED_RESPONSE,
                 value=case.reference,
-                source=AssessmentSource(
-                    source_type="HUMAN", source_id=f"dataset:{config.dataset.name}"
-                ),
+                source_type="HUMAN",
+                source_id=f"dataset:{config.dataset.name}",
             )
         )
     for name, result in case.metrics.items():
         judged = bool(result.calls)
         assessments.append(
-            Feedback(
+            Assessment(
+                kind="feedback",
                 name=name,
                 value=result.score,
-                source=AssessmentSource(
-                    source_type="LLM_JUDGE" if judged else "CODE",
-                    source_id=config.judge.model if judged else f"ragexp:{name}",
-                ),
+                source_type="LLM_JUDGE" if judged else "CODE",
+                source_id=config.judge.model if judged else f"ragexp:{name}",
                 rationale=result.raw if result.raw is not None else result.error,
                 metadata={
                     "label": str(result.label),
@@ -183,7 +205,7 @@ class _SpanBuilder:
     def __init__(self) -> None:
         self._otel_trace_id = secrets.token_bytes(16)
         self.trace_id = f"tr-{self._otel_trace_id.hex()}"
-        self.spans: list[Span] = []
+        self.spans: list[dict[str, Any]] = []
 
     def span(
         self,
@@ -199,32 +221,30 @@ class _SpanBuilder:
         error: bool = False,
     ) -> bytes:
         """Add one span; returns its id, to parent others."""
-        from mlflow.entities import Span
-        from mlflow.tracing.constant import SpanAttributeKey
-
         span_id = secrets.token_bytes(8)
         encoded = {
-            SpanAttributeKey.REQUEST_ID: _dumps(self.trace_id),
-            SpanAttributeKey.SPAN_TYPE: _dumps(span_type),
-            SpanAttributeKey.INPUTS: _dumps(inputs),
-            SpanAttributeKey.OUTPUTS: _dumps(outputs),
+            names.SPAN_TRACE_ID: _dumps(self.trace_id),
+            names.SPAN_TYPE: _dumps(span_type),
+            names.SPAN_INPUTS: _dumps(inputs),
+            names.SPAN_OUTPUTS: _dumps(outputs),
             **{key: _dumps(value) for key, value in attributes.items()},
         }
         self.spans.append(
-            Span.from_dict(
-                {
-                    "trace_id": _b64(self._otel_trace_id),
-                    "span_id": _b64(span_id),
-                    "parent_span_id": _b64(parent) if parent else None,
-                    "name": name,
-                    "start_time_unix_nano": start_ns,
-                    "end_time_unix_nano": end_ns,
-                    "events": [],
-                    "status": {"code": "STATUS_CODE_ERROR" if error else "STATUS_CODE_OK"},
-                    "attributes": encoded,
-                    "links": [],
-                }
-            )
+            {
+                "trace_id": _b64(self._otel_trace_id),
+                "span_id": _b64(span_id),
+                "parent_span_id": _b64(parent) if parent else None,
+                "name": name,
+                "start_time_unix_nano": start_ns,
+                "end_time_unix_nano": end_ns,
+                "events": [],
+                "status": {
+                    "code": "STATUS_CODE_ERROR" if error else "STATUS_CODE_OK",
+                    "message": "",
+                },
+                "attributes": encoded,
+                "links": [],
+            }
         )
         return span_id
 
@@ -232,14 +252,12 @@ class _SpanBuilder:
 def _usage(call: LLMCall) -> dict[str, int] | None:
     """The call's tokens as MLflow's chat usage; None unless the backend reported both counts
     (a total over half the counts would mislead)."""
-    from mlflow.tracing.constant import TokenUsageKey
-
     if call.prompt_tokens is None or call.completion_tokens is None:
         return None
     return {
-        TokenUsageKey.INPUT_TOKENS: call.prompt_tokens,
-        TokenUsageKey.OUTPUT_TOKENS: call.completion_tokens,
-        TokenUsageKey.TOTAL_TOKENS: call.prompt_tokens + call.completion_tokens,
+        names.INPUT_TOKENS: call.prompt_tokens,
+        names.OUTPUT_TOKENS: call.completion_tokens,
+        names.TOTAL_TOKENS: call.prompt_tokens + call.completion_tokens,
     }
 
 
@@ -248,8 +266,12 @@ def _call_end(call: LLMCall) -> int:
     return call.start_ns + (0 if call.cached else int(call.latency_s * 1e9))
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""`json.dumps` with these options builds an encoder per call; a trace makes about 60 calls."""
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _JSON.encode(value)
 
 
 def _b64(raw: bytes) -> str:

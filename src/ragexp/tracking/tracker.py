@@ -1,7 +1,7 @@
 """The MLflow run of one job, written by a process of its own while the cases run.
 
-`Tracker.start` returns at once. Its process (`ragexp.tracking.writer.serve`) imports MLflow
-(about 2 s) and opens the experiment while the job starts; `Tracker.begin` waits until the store
+`Tracker.start` returns at once. Its process (`ragexp.tracking.process.serve`) opens the
+store and the experiment while the job starts; `Tracker.begin` waits until the store
 is open (so a store that cannot be used stops the run before its first LLM call), then creates
 the run (a job that fails before its backends answered leaves no run behind); each finished case,
 queued with `Tracker.add`, is written as a trace. A process rather than a thread: MLflow's
@@ -26,8 +26,10 @@ from typing import Any
 from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError
 from ragexp.results.case import CaseResult
+from ragexp.tracking.process import serve
 from ragexp.tracking.run import RunRecord
-from ragexp.tracking.writer import Begin, Finish, RunStatus, serve
+from ragexp.tracking.tables import store_for
+from ragexp.tracking.writer import Begin, Finish, RunStatus
 
 STDLIB_METHODS = ("fork", "spawn", "forkserver")
 CONNECT_WAIT_S = 180.0
@@ -56,7 +58,7 @@ class Tracker:
         self._start_ms = int(time.time() * 1000)
         self._process = context.Process(
             target=serve,
-            args=(self._inbox, self._child_end, config, run_name),
+            args=(self._inbox, self._child_end, config, run_name, store_for(config)),
             name="ragexp-mlflow",
         )
         self._on_failure = on_failure
