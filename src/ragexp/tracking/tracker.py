@@ -1,11 +1,14 @@
 """The MLflow run of one job, written by a process of its own while the cases run.
 
 `Tracker.start` returns at once. Its process (`ragexp.tracking.process.serve`) opens the
-store and the experiment while the job starts; `Tracker.begin` waits until the store
-is open (so a store that cannot be used stops the run before its first LLM call), then creates
-the run (a job that fails before its backends answered leaves no run behind); each finished case,
-queued with `Tracker.add`, is written as a trace. A process rather than a thread: MLflow's
-SQL layer is CPU-bound Python, and in a thread it slowed the cases by half through the GIL.
+store and the experiment while the job starts (an existing SQLite store in a few milliseconds,
+written by `ragexp.tracking.tables`; any other through MLflow's client, which takes about 2 s to
+import); `Tracker.begin` waits until the store is open (so a store that cannot be used stops the
+run before its first LLM call), then creates the run (a job that fails before its backends
+answered leaves no run behind); each finished case, queued with `Tracker.add`, is written as a
+trace. A process rather than a thread: MLflow's SQL layer is CPU-bound Python, and in a thread it
+slowed the cases by half through the GIL; and a process outlives a job killed outright, to end
+its run KILLED.
 
 `Tracker.finish` hands over how the run ended and waits: metrics, table and artifacts are logged
 and the run ends FINISHED, KILLED (interrupted) or FAILED, never left RUNNING; a parent killed
