@@ -17,7 +17,9 @@ from ragexp.results import CaseResult, LLMCall, MetricResult
 from ragexp.results.case import AppliedLabel, RetrievedChunk
 from ragexp.tracking import names, traces
 from ragexp.tracking.tables import SCHEMA_REVISION, TableWriter, direct_store
-from ragexp.tracking.writer import Begin, Finish, MlflowWriter, RunWriter
+from ragexp.tracking.traces import case_record
+from ragexp.tracking.tracker import finish_message
+from ragexp.tracking.writer import Begin, MlflowWriter, RunWriter, Target
 from tests.config.test_schema import KNOWN, valid_raw
 from tests.tracking.test_run import _record
 
@@ -110,13 +112,14 @@ def _write(writer: RunWriter, cases: list[CaseResult], record_dir: Path) -> str:
     run_id = writer.create_run(
         Begin({"generator": {"model": "m", "api_key": "sk-1"}, "top_k": 4}, {"judge": "j"}, 1_000)
     )
-    writer.write(cases[:2])
-    writer.write(cases[2:])
+    config = _config(writer.target.uri)
+    writer.write([case_record(case, config) for case in cases[:2]])
+    writer.write([case_record(case, config) for case in cases[2:]])
     artifact = record_dir / "summary.json"
     artifact.write_text('{"n": 3}')
     record = _record()
     record = type(record)(**{**record.__dict__, "artifacts": [artifact]})
-    writer.finish(Finish(record, ["c3", "c2", "c1"], "FINISHED", {"ragexp.gate": "passed"}))
+    writer.finish(finish_message(record, ["c3", "c2", "c1"], "FINISHED", {"ragexp.gate": "passed"}))
     writer.close()
     return run_id
 
@@ -161,13 +164,13 @@ def two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple
         uri = _store(root, monkeypatch)
         ids = _ids()
         monkeypatch.setattr(traces.secrets, "token_bytes", lambda n, ids=ids: next(ids)[-n:])
-        config = _config(uri)
+        target = Target(uri, EXPERIMENT, "top_k=4")
         if kind == "mlflow":
-            writer: RunWriter = MlflowWriter(config, "top_k=4")
+            writer: RunWriter = MlflowWriter(target)
         else:
-            store = direct_store(uri, config.tracking.experiment_name())
+            store = direct_store(uri, EXPERIMENT)
             assert store is not None
-            writer = TableWriter(config, "top_k=4", store)
+            writer = TableWriter(target, store)
         written[kind] = (root, _write(writer, _cases(), root))
     return written
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ragexp.config import RunConfig, validate_config
 from ragexp.results import CaseResult, LLMCall, MetricResult
-from ragexp.tracking.traces import case_trace, log_traces
+from ragexp.tracking.records import log_traces
+from ragexp.tracking.traces import case_trace
 from tests.config.test_schema import KNOWN, valid_raw
 
 

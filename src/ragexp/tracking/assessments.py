@@ -9,11 +9,12 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ragexp.errors import ConfigError, first_line
 from ragexp.results.case import CaseResult
 from ragexp.results.labels import HumanLabel, Vocabularies, answer_sha256, canonical_label
+from ragexp.tracking.records import Assessment
 
 CASE_TAG = "ragexp.case_id"
 ANSWER_TAG = "ragexp.answer_sha256"
@@ -27,32 +28,6 @@ class Pulled:
     skipped: int
     """HUMAN feedbacks whose name is no labelled metric or whose value is not a label."""
     traces: int
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """One assessment of a trace, as plain data (`entity` makes MLflow's)."""
-
-    kind: Literal["feedback", "expectation"]
-    name: str
-    value: Any
-    source_type: str
-    source_id: str
-    rationale: str | None = None
-    metadata: dict[str, str] | None = None
-    error: str | None = None
-    """A feedback's error message (MLflow's error code ``ASSESSMENT_ERROR``)."""
-
-    def entity(self) -> Any:
-        from mlflow.entities import AssessmentSource, Expectation, Feedback
-
-        source = AssessmentSource(source_type=self.source_type, source_id=self.source_id)
-        if self.kind == "expectation":
-            return Expectation(name=self.name, value=self.value, source=source)
-        return Feedback(
-            name=self.name, value=self.value, source=source, rationale=self.rationale,
-            metadata=self.metadata, error=self.error,
-        )  # fmt: skip
 
 
 def human_feedback(case: CaseResult) -> list[Assessment]:

@@ -20,11 +20,10 @@ from multiprocessing.connection import Connection
 from queue import Empty
 from typing import Any
 
-from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError, first_line
-from ragexp.results.case import CaseResult
+from ragexp.tracking.records import CaseRecord
 from ragexp.tracking.tables import DirectStore, TableWriter
-from ragexp.tracking.writer import BATCH, Begin, Finish, MlflowWriter, RunWriter
+from ragexp.tracking.writer import BATCH, Begin, Finish, MlflowWriter, RunWriter, Target
 
 BATCH_WINDOW_S = 0.5
 """How long the cases that follow a finished case are gathered into its batch: on a fast
@@ -32,19 +31,18 @@ server one case finishes every few milliseconds, and one transaction per case co
 the rows."""
 
 
-def writer_for(config: RunConfig, run_name: str, store: DirectStore | None) -> RunWriter:
+def writer_for(target: Target, store: DirectStore | None) -> RunWriter:
     """The table writer for a store it can write itself (`ragexp.tracking.tables.store_for`,
     asked by the job), else MLflow's client."""
     if store is not None:
-        return TableWriter(config, run_name, store)
-    return MlflowWriter(config, run_name)
+        return TableWriter(target, store)
+    return MlflowWriter(target)
 
 
 def serve(
     inbox: Any,
     outbox: Connection,
-    config: RunConfig,
-    run_name: str,
+    target: Target,
     store: DirectStore | None = None,
 ) -> None:
     """The tracker process. It opens the store at once, then reads ``inbox``: a `Begin`, the
@@ -55,7 +53,7 @@ def serve(
     # Ctrl-C reaches the whole process group: the parent decides how the run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    writer = writer_for(config, run_name, store)
+    writer = writer_for(target, store)
     try:
         writer.connect()
         _tell(outbox, "connected")
@@ -64,7 +62,7 @@ def serve(
             writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
         error = exc if isinstance(exc, ConfigError) else ConfigError(
-            f"tracking: cannot log to {config.tracking.uri()}: {first_line(exc)}; "
+            f"tracking: cannot log to {target.uri}: {first_line(exc)}; "
             "fix tracking.tracking_uri or run with tracking.enabled=false"
         )  # fmt: skip
         _tell(outbox, "error", str(error))
@@ -100,10 +98,10 @@ def _exit() -> None:
     os._exit(0)
 
 
-def _next_batch(inbox: Any) -> tuple[list[CaseResult], Finish | None]:
+def _next_batch(inbox: Any) -> tuple[list[CaseRecord], Finish | None]:
     """The cases that arrive within `BATCH_WINDOW_S` of the first (waited for), up to `BATCH`;
     a `Finish` ends the batch."""
-    batch: list[CaseResult] = []
+    batch: list[CaseRecord] = []
     item = _wait(inbox)
     deadline = time.monotonic() + BATCH_WINDOW_S
     while not isinstance(item, Finish):
@@ -116,7 +114,7 @@ def _next_batch(inbox: Any) -> tuple[list[CaseResult], Finish | None]:
         except Empty:
             return batch, None
         except (EOFError, OSError):  # the parent is gone
-            return batch, Finish(None, (), "KILLED", {})
+            return batch, Finish.stopped("KILLED")
     return batch, item
 
 
@@ -130,6 +128,6 @@ def _wait(inbox: Any) -> Any:
         except Empty:
             parent = multiprocessing.parent_process()
             if parent is not None and not parent.is_alive():
-                return Finish(None, (), "KILLED", {})
+                return Finish.stopped("KILLED")
         except (EOFError, OSError):
-            return Finish(None, (), "KILLED", {})
+            return Finish.stopped("KILLED")

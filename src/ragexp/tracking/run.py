@@ -10,11 +10,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragexp.config.schema import RunConfig
-from ragexp.results.case import CaseResult
-from ragexp.results.summary import MetricSummary, Summary
+if TYPE_CHECKING:  # the tracking process imports this module, and none of ragexp's models
+    from ragexp.config.schema import RunConfig
+    from ragexp.results.case import CaseResult
+    from ragexp.results.summary import MetricSummary, Summary
 
 SECRET_KEYS = frozenset(
     {"api_key", "apikey", "token", "access_token", "auth_token", "secret", "password",
@@ -157,18 +158,34 @@ def outcome_tags(record: RunRecord) -> dict[str, str]:
 
 def case_table(cases: Sequence[CaseResult]) -> dict[str, list[Any]]:
     """One row per case: question, answer, retrieved doc ids, and each metric's label/score."""
-    names = sorted({name for c in cases for name in c.metrics})
-    table: dict[str, list[Any]] = {
-        "case_id": [c.case_id for c in cases],
-        "question": [c.question for c in cases],
-        "answer": [c.answer or "" for c in cases],
-        "retrieved": [", ".join(r.doc_id for r in c.retrieved) for c in cases],
-        "error": [c.error or "" for c in cases],
+    return rows_table([table_row(case) for case in cases])
+
+
+def table_row(case: CaseResult) -> dict[str, Any]:
+    """A case's row of the per-case table, as plain data (`rows_table` makes the table)."""
+    return {
+        "case_id": case.case_id,
+        "question": case.question,
+        "answer": case.answer or "",
+        "retrieved": ", ".join(r.doc_id for r in case.retrieved),
+        "error": case.error or "",
+        "metrics": {
+            name: ("" if r.label is None else r.label, r.score) for name, r in case.metrics.items()
+        },
     }
-    for name in names:
-        results = [c.metrics.get(name) for c in cases]
-        table[f"{name}/label"] = [r.label if r and r.label is not None else "" for r in results]
-        table[f"{name}/score"] = [r.score if r else None for r in results]
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The per-case table of ``rows`` (`table_row`), columns first: a metric a case lacks is an
+    empty label and no score."""
+    table: dict[str, list[Any]] = {
+        key: [row[key] for row in rows]
+        for key in ("case_id", "question", "answer", "retrieved", "error")
+    }
+    for name in sorted({name for row in rows for name in row["metrics"]}):
+        cells = [row["metrics"].get(name, ("", None)) for row in rows]
+        table[f"{name}/label"] = [label for label, _ in cells]
+        table[f"{name}/score"] = [score for _, score in cells]
     return table
 
 

@@ -31,17 +31,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ragexp.config.schema import RunConfig
 from ragexp.tracking import names
-from ragexp.tracking.assessments import Assessment
 from ragexp.tracking.context import context_tags
+from ragexp.tracking.records import Assessment, CaseTrace
 from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, table_json
 from ragexp.tracking.store import check_artifact_folder, sqlite_path
-from ragexp.tracking.traces import CaseTrace
-from ragexp.tracking.writer import Begin, RunStatus, RunWriter
+from ragexp.tracking.writer import Begin, RunStatus, RunWriter, Target
+
+if TYPE_CHECKING:
+    from ragexp.config.schema import RunConfig
 
 SCHEMA_REVISION = "dc11669786a5"
 """The alembic revision of MLflow 3.17.2's tracking schema: the one these rows are written for."""
@@ -110,8 +111,8 @@ def direct_store(uri: str, experiment: str) -> DirectStore | None:
 class TableWriter(RunWriter):
     """The run, written into ``store``'s tables (see the module docstring)."""
 
-    def __init__(self, config: RunConfig, run_name: str, store: DirectStore) -> None:
-        super().__init__(config, run_name)
+    def __init__(self, target: Target, store: DirectStore) -> None:
+        super().__init__(target)
         self.store = store
         self.experiment_id = store.experiment_id
         self.artifact_uri = ""

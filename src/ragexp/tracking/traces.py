@@ -2,12 +2,13 @@
 assessment per metric, so MLflow's UI lists the run under "Evaluation runs", the case's reference
 as an expectation, and token usage where MLflow's UI reads it.
 
-`case_trace` builds a trace as plain data (`CaseTrace`: its info, its spans in MLflow's
-serialised form, its assessments), which both writers take: `log_traces` hands it to MLflow's
-tracing client (`start_trace` per trace, its info, tags and assessments in one transaction, and
-one `log_spans` per batch; MLflow's tracer instead writes every span as it ends and every
-assessment on its own, about 100 ms per case on SQLite against about 20 ms this way), and
-`ragexp.tracking.sqlite` writes it into MLflow's tables itself.
+`case_trace` builds a trace as plain data (`records.CaseTrace`: its info, its spans in
+MLflow's serialised form, its assessments), which both writers take. `records.log_traces` hands
+it to MLflow's tracing client (`start_trace` per trace, its info, tags and assessments in one
+transaction, and one `log_spans` per batch; MLflow's tracer instead writes every span as it ends
+and every assessment on its own, about 100 ms per case on SQLite against about 20 ms this way);
+`ragexp.tracking.tables` writes it into MLflow's tables itself. `case_record` adds the case's
+row of the per-case table: what the job sends its tracking process (`ragexp.tracking.records`).
 """
 
 from __future__ import annotations
@@ -15,66 +16,28 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 from ragexp.config.schema import RunConfig
 from ragexp.results.case import CaseResult, LLMCall
 from ragexp.results.labels import answer_sha256
 from ragexp.tracking import names
-from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, Assessment, human_feedback
-
-if TYPE_CHECKING:
-    from mlflow.entities import Span, TraceInfo
-    from mlflow.tracing.client import TracingClient
+from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback
+from ragexp.tracking.records import Assessment, CaseRecord, CaseTrace
+from ragexp.tracking.run import table_row
 
 
-@dataclass(frozen=True)
-class CaseTrace:
-    """One case's trace as MLflow stores it."""
-
-    trace_id: str
-    experiment_id: str
-    request_time: int
-    """Milliseconds since the epoch."""
-    execution_duration: int
-    state: Literal["OK", "ERROR"]
-    request_preview: str
-    response_preview: str
-    metadata: dict[str, str]
-    tags: dict[str, str]
-    assessments: list[Assessment]
-    spans: list[dict[str, Any]] = field(default_factory=list)
-    """In MLflow's serialised form (`Span.from_dict`), the root first."""
-
-    def info(self) -> TraceInfo:
-        """The trace's info as an MLflow entity."""
-        from mlflow.entities import TraceInfo, TraceLocation, TraceState
-
-        return TraceInfo(
-            trace_id=self.trace_id,
-            trace_location=TraceLocation.from_experiment_id(self.experiment_id),
-            request_time=self.request_time,
-            execution_duration=self.execution_duration,
-            state=TraceState(self.state),
-            request_preview=self.request_preview,
-            response_preview=self.response_preview,
-            trace_metadata=dict(self.metadata),
-            tags=dict(self.tags),
-            assessments=[a.entity() for a in self.assessments],
-        )
-
-    def span_entities(self) -> list[Span]:
-        from mlflow.entities import Span
-
-        return [Span.from_dict(span) for span in self.spans]
+def case_record(case: CaseResult, config: RunConfig) -> CaseRecord:
+    """What the tracking process is sent about a finished case: its trace and its table row."""
+    return CaseRecord(case.case_id, case_trace(case, config), table_row(case))
 
 
 def case_trace(
-    case: CaseResult, config: RunConfig, *, experiment_id: str, run_id: str
+    case: CaseResult, config: RunConfig, *, experiment_id: str = "", run_id: str | None = None
 ) -> CaseTrace:
-    """The trace of one finished case, linked to the MLflow run ``run_id``."""
+    """The trace of one finished case; in experiment ``experiment_id`` and linked to the MLflow
+    run ``run_id`` when they are given, else by `CaseTrace.stamped`."""
     builder = _SpanBuilder()
     calls = case.llm_calls()
     start = case.retrieve_ns[0] if case.retrieve_ns else min((c.start_ns for c in calls), default=0)
@@ -139,11 +102,12 @@ def _child_spans(
 
 
 def _metadata(
-    run_id: str, inputs: Any, outputs: Any, usages: list[dict[str, int]]
+    run_id: str | None, inputs: Any, outputs: Any, usages: list[dict[str, int]]
 ) -> dict[str, str]:
-    """The trace's metadata: its run, schema, inputs and outputs, and its total token usage."""
+    """The trace's metadata: its run (if known), schema, inputs and outputs, and its total token
+    usage."""
     metadata = {
-        names.TRACE_SOURCE_RUN: run_id,
+        **({names.TRACE_SOURCE_RUN: run_id} if run_id is not None else {}),
         names.TRACE_SCHEMA_VERSION_KEY: str(names.TRACE_SCHEMA_VERSION),
         names.TRACE_INPUTS: _dumps(inputs),
         names.TRACE_OUTPUTS: _dumps(outputs),
@@ -155,13 +119,6 @@ def _metadata(
             {key: sum(usage[key] for usage in usages) for key in usages[0]}
         )
     return metadata
-
-
-def log_traces(client: TracingClient, experiment_id: str, traces: Sequence[CaseTrace]) -> None:
-    """Write ``traces``: each trace's info and assessments, then all their spans at once."""
-    for trace in traces:
-        client.start_trace(trace.info())
-    client.log_spans(experiment_id, [span for trace in traces for span in trace.span_entities()])
 
 
 def _assessments(case: CaseResult, config: RunConfig) -> list[Assessment]:

@@ -30,9 +30,10 @@ from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError
 from ragexp.results.case import CaseResult
 from ragexp.tracking.process import serve
-from ragexp.tracking.run import RunRecord
+from ragexp.tracking.run import RunRecord, metric_values
 from ragexp.tracking.tables import store_for
-from ragexp.tracking.writer import Begin, Finish, RunStatus
+from ragexp.tracking.traces import case_record
+from ragexp.tracking.writer import Begin, Finish, RunStatus, Target
 
 STDLIB_METHODS = ("fork", "spawn", "forkserver")
 CONNECT_WAIT_S = 180.0
@@ -58,10 +59,12 @@ class Tracker:
         self._inbox.cancel_join_thread()  # never hang at exit on a tracker that stopped reading
         self._replies, self._child_end = context.Pipe(duplex=False)
         self._resolved = dict(resolved)
+        self._config = config
+        target = Target(config.tracking.uri(), config.tracking.experiment_name(), run_name)
         self._start_ms = int(time.time() * 1000)
         self._process = context.Process(
             target=serve,
-            args=(self._inbox, self._child_end, config, run_name, store_for(config)),
+            args=(self._inbox, self._child_end, target, store_for(config)),
             name="ragexp-mlflow",
         )
         self._on_failure = on_failure
@@ -94,8 +97,9 @@ class Tracker:
         self._inbox.put(Begin(self._resolved, dict(tags), self._start_ms))
 
     def add(self, case: CaseResult) -> None:
-        """Queue one finished case (a background thread pickles and sends it)."""
-        self._inbox.put(case)
+        """Queue one finished case: its trace and table row (a background thread pickles and
+        sends them; the tracking process never loads ragexp's models)."""
+        self._inbox.put(case_record(case, self._config))
 
     def finish(
         self,
@@ -112,7 +116,7 @@ class Tracker:
             self._process.kill()
             self._process.join()
             return ""
-        self._inbox.put(Finish(record, list(order), status, dict(tags or {})))
+        self._inbox.put(finish_message(record, order, status, tags or {}))
         self._finished.wait(timeout_s)
         self._process.join(5)
         if self.error is not None:
@@ -128,7 +132,7 @@ class Tracker:
         if not self._process.is_alive():
             return
         if self._begun and not self._finished.is_set():
-            self._inbox.put(Finish(None, (), "FAILED", {}))
+            self._inbox.put(Finish.stopped("FAILED"))
             self._finished.wait(60)
             self._process.join(5)
         if self._process.is_alive():
@@ -164,3 +168,17 @@ class Tracker:
                 )
         finally:
             self._finished.set()
+
+
+def finish_message(
+    record: RunRecord | None, order: Sequence[str], status: RunStatus, tags: Mapping[str, str]
+) -> Finish:
+    """The last message to the tracking process: the run's metrics and artifacts (none if it
+    stopped before it could summarise), the case order, its status and end tags."""
+    return Finish(
+        metrics=metric_values(record) if record else {},
+        order=list(order),
+        status=status,
+        tags=dict(tags),
+        artifacts=list(record.artifacts) if record else [],
+    )

@@ -18,24 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ragexp.config.schema import RunConfig
 from ragexp.errors import first_line
-from ragexp.results.case import CaseResult
-from ragexp.tracking.run import (
-    TABLE_FILE,
-    RunRecord,
-    case_table,
-    env_secrets,
-    flatten,
-    metric_values,
-)
+from ragexp.tracking.records import CaseRecord, CaseTrace, log_traces
+from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, rows_table
 from ragexp.tracking.store import open_store
-from ragexp.tracking.traces import CaseTrace, case_trace, log_traces
 
 RunStatus = Literal["FINISHED", "KILLED", "FAILED"]
 STATUS_WORD = {"FINISHED": "finished", "KILLED": "interrupted", "FAILED": "failed"}
 BATCH = 64
 """Traces written at a time (one `log_spans` call, one transaction of the table writer)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a job's run goes: the store, the experiment, the run's name."""
+
+    uri: str
+    experiment: str
+    run_name: str
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,19 @@ class Begin:
 class Finish:
     """The parent's last message: how the run ended, and what to log about it."""
 
-    record: RunRecord | None
-    """None when the run stopped before it could summarise."""
+    metrics: Mapping[str, float]
+    """`ragexp.tracking.run.metric_values`; empty when the run stopped before it could
+    summarise."""
     order: Sequence[str]
     """Case ids in dataset order (the table's row order)."""
     status: RunStatus
     tags: Mapping[str, str]
+    artifacts: Sequence[Path] = ()
+
+    @classmethod
+    def stopped(cls, status: RunStatus) -> Finish:
+        """The end of a run whose job went away: the cases received are all there is."""
+        return cls({}, (), status, {})
 
 
 class RunWriter:
@@ -65,10 +72,11 @@ class RunWriter:
     fails is counted and reported, never fatal), and the run's end in one order: metrics and
     tags, the per-case table, the artifacts, the status. A store says how each is written."""
 
-    def __init__(self, config: RunConfig, run_name: str) -> None:
-        self.config = config
-        self.run_name = run_name
-        self.cases: dict[str, CaseResult] = {}
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.run_name = target.run_name
+        self.rows: dict[str, dict[str, Any]] = {}
+        """Each case's row of the per-case table, by case id."""
         self.failures = 0
         self.failure = ""
         self.run_id = ""
@@ -82,35 +90,30 @@ class RunWriter:
         """Create the run with its params and tags; returns its id."""
         raise NotImplementedError
 
-    def write(self, cases: Sequence[CaseResult]) -> None:
+    def write(self, cases: Sequence[CaseRecord]) -> None:
         """Log one trace per case."""
         for case in cases:
-            self.cases[case.case_id] = case
+            self.rows[case.case_id] = case.row
         try:
-            traces = [
-                case_trace(c, self.config, experiment_id=self.experiment_id, run_id=self.run_id)
-                for c in cases
-            ]
-            self.write_traces(traces)
+            self.write_traces([c.trace.stamped(self.experiment_id, self.run_id) for c in cases])
         except Exception as exc:
             self.failures += len(cases)
             self.failure = self.failure or first_line(exc)
 
     def finish(self, end: Finish) -> str | None:
         """Log the metrics, table, artifacts and status; returns a warning line, if any."""
-        values = metric_values(end.record) if end.record else {}
-        self.log_end(values, {**end.tags, "ragexp.status": STATUS_WORD[end.status]})
-        ordered = [self.cases[i] for i in end.order if i in self.cases]
-        ordered += [c for i, c in self.cases.items() if i not in set(end.order)]
+        self.log_end(end.metrics, {**end.tags, "ragexp.status": STATUS_WORD[end.status]})
+        ordered = [self.rows[i] for i in end.order if i in self.rows]
+        ordered += [row for i, row in self.rows.items() if i not in set(end.order)]
         if ordered:
-            self.log_table(case_table(ordered))
-        for path in end.record.artifacts if end.record else ():
+            self.log_table(rows_table(ordered))
+        for path in end.artifacts:
             self.log_artifact(path)
         self.end_run(end.status)
         if not self.failures:
             return None
         return (
-            f"ragexp: warning: {self.failures} of {len(self.cases)} case traces could not be "
+            f"ragexp: warning: {self.failures} of {len(self.rows)} case traces could not be "
             f"logged to MLflow: {self.failure}"
         )
 
@@ -138,8 +141,8 @@ class MlflowWriter(RunWriter):
     """Through MLflow's own client: any store MLflow can use."""
 
     def connect(self) -> None:
-        uri = self.config.tracking.uri()
-        self.client, self.experiment_id = open_store(uri, self.config.tracking.experiment_name())
+        uri = self.target.uri
+        self.client, self.experiment_id = open_store(uri, self.target.experiment)
         from mlflow.tracing.client import TracingClient
 
         self.tracing = TracingClient(uri)
