@@ -12,11 +12,12 @@ from ragexp.results.summary import MetricSummary, Summary
 from ragexp.tracking.run import (
     REDACTED,
     RunRecord,
-    case_table,
     env_secrets,
     flatten,
     metric_values,
+    rows_table,
     table_json,
+    table_row,
 )
 
 
@@ -91,7 +92,7 @@ def test_case_table_has_one_row_per_case() -> None:
                    metrics={"faithfulness": MetricResult(score=1.0, label="YES")}),
         CaseResult(case_id="b", question="q", error="boom"),
     ]  # fmt: skip
-    table = case_table(cases)
+    table = rows_table([table_row(case) for case in cases])
     assert table["case_id"] == ["a", "b"]
     assert table["faithfulness/label"] == ["YES", ""]
     assert table["faithfulness/score"] == [1.0, None]

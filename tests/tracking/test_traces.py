@@ -49,7 +49,7 @@ def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments
         },
         retrieve_ns=(1_000_000_000, 2_000_000_000),
     )  # fmt: skip
-    trace = case_trace(case, _config(), experiment_id="7", run_id="run-1")
+    trace = case_trace(case, _config()).stamped("7", "run-1")
 
     root, retrieve, generate, judge = trace.span_entities()
     assert root.name == "case c1" and root.parent_id is None
@@ -112,7 +112,7 @@ def test_logged_traces_carry_the_reference_as_an_expectation_and_their_token_usa
         },
     )  # fmt: skip
     built = [
-        case_trace(case, config, experiment_id=experiment_id, run_id=run_id)
+        case_trace(case, config).stamped(experiment_id, run_id)
         for case in (referenced, unreferenced)
     ]
     # The totals travel in the trace's info (the store would otherwise sum the spans itself).

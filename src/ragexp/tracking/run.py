@@ -156,11 +156,6 @@ def outcome_tags(record: RunRecord) -> dict[str, str]:
     }
 
 
-def case_table(cases: Sequence[CaseResult]) -> dict[str, list[Any]]:
-    """One row per case: question, answer, retrieved doc ids, and each metric's label/score."""
-    return rows_table([table_row(case) for case in cases])
-
-
 def table_row(case: CaseResult) -> dict[str, Any]:
     """A case's row of the per-case table, as plain data (`rows_table` makes the table)."""
     return {
@@ -176,8 +171,9 @@ def table_row(case: CaseResult) -> dict[str, Any]:
 
 
 def rows_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """The per-case table of ``rows`` (`table_row`), columns first: a metric a case lacks is an
-    empty label and no score."""
+    """The per-case table of ``rows`` (`table_row`): one row per case (question, answer,
+    retrieved doc ids, error, each metric's label and score), columns first; a metric a case
+    lacks is an empty label and no score."""
     table: dict[str, list[Any]] = {
         key: [row[key] for row in rows]
         for key in ("case_id", "question", "answer", "retrieved", "error")

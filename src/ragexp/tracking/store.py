@@ -90,9 +90,13 @@ def fast_sqlite() -> None:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
-    if not isinstance(dbapi_connection, sqlite3.Connection):
-        return
-    cursor = dbapi_connection.cursor()
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        fast_sqlite_connection(dbapi_connection)
+
+
+def fast_sqlite_connection(connection: sqlite3.Connection) -> None:
+    """WAL mode and ``synchronous=NORMAL`` on one SQLite connection (see the module docstring)."""
+    cursor = connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")

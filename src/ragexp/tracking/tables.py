@@ -38,7 +38,7 @@ from ragexp.tracking import names
 from ragexp.tracking.context import context_tags
 from ragexp.tracking.records import Assessment, CaseTrace
 from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, table_json
-from ragexp.tracking.store import check_artifact_folder, sqlite_path
+from ragexp.tracking.store import check_artifact_folder, fast_sqlite_connection, sqlite_path
 from ragexp.tracking.writer import Begin, RunStatus, RunWriter, Target
 
 if TYPE_CHECKING:
@@ -115,19 +115,22 @@ class TableWriter(RunWriter):
         super().__init__(target)
         self.store = store
         self.experiment_id = store.experiment_id
-        self.artifact_uri = ""
+        self.artifacts = Path()
+        """The run's artifact folder (set when the run is created)."""
 
     def connect(self) -> None:
         check_artifact_folder(self.store.artifact_location)
         self.con = sqlite3.connect(self.store.database, timeout=60, isolation_level=None)
-        self.con.execute("PRAGMA journal_mode=WAL")  # as `ragexp.tracking.store.fast_sqlite`
-        self.con.execute("PRAGMA synchronous=NORMAL")
+        fast_sqlite_connection(self.con)
 
     def create_run(self, begin: Begin) -> str:
         run_id = uuid.uuid4().hex
-        self.artifact_uri = _join(self.store.artifact_location, run_id, "artifacts")
+        artifact_uri = _join(self.store.artifact_location, run_id, "artifacts")
+        folder = _local_folder(artifact_uri)
+        assert folder is not None  # `direct_store` admits local artifact folders only
+        self.artifacts = folder
         tags = {**context_tags(), **begin.tags}
-        tags.setdefault(names.RUN_NAME, self.run_name)
+        tags.setdefault(names.RUN_NAME, self.target.run_name)
         params = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
         with self._transaction() as con:
             con.execute(
@@ -136,7 +139,7 @@ class TableWriter(RunWriter):
                 "lifecycle_stage, artifact_uri, experiment_id) "
                 "VALUES (?, ?, 'UNKNOWN', '', '', ?, 'RUNNING', ?, NULL, NULL, '', 'active', ?, ?)",
                 (run_id, tags[names.RUN_NAME], tags.get(names.USER, "unknown"), begin.start_ms,
-                 self.artifact_uri, int(self.experiment_id)),
+                 artifact_uri, int(self.experiment_id)),
             )  # fmt: skip
             _upsert_tags(con, run_id, tags)
             con.executemany(
@@ -173,10 +176,8 @@ class TableWriter(RunWriter):
             _upsert_tags(con, self.run_id, tags)
 
     def log_table(self, table: Mapping[str, Sequence[Any]]) -> None:
-        folder = _local_folder(self.artifact_uri)
-        assert folder is not None  # `direct_store` admits local artifact folders only
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / TABLE_FILE).write_text(table_json(table), encoding="utf-8")
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        (self.artifacts / TABLE_FILE).write_text(table_json(table), encoding="utf-8")
         with self._transaction() as con:
             row = con.execute(
                 "SELECT value FROM tags WHERE run_uuid = ? AND key = ?",
@@ -190,10 +191,8 @@ class TableWriter(RunWriter):
                 )
 
     def log_artifact(self, path: Path) -> None:
-        folder = _local_folder(self.artifact_uri)
-        assert folder is not None
-        folder.mkdir(parents=True, exist_ok=True)
-        destination = folder / path.name
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        destination = self.artifacts / path.name
         if destination.exists() and os.path.samefile(path, destination):
             return
         shutil.copyfile(path, destination)

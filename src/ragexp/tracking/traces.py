@@ -33,11 +33,9 @@ def case_record(case: CaseResult, config: RunConfig) -> CaseRecord:
     return CaseRecord(case.case_id, case_trace(case, config), table_row(case))
 
 
-def case_trace(
-    case: CaseResult, config: RunConfig, *, experiment_id: str = "", run_id: str | None = None
-) -> CaseTrace:
-    """The trace of one finished case; in experiment ``experiment_id`` and linked to the MLflow
-    run ``run_id`` when they are given, else by `CaseTrace.stamped`."""
+def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
+    """The trace of one finished case, in no experiment and no run yet: its writer places it
+    (`CaseTrace.stamped`)."""
     builder = _SpanBuilder()
     calls = case.llm_calls()
     start = case.retrieve_ns[0] if case.retrieve_ns else min((c.start_ns for c in calls), default=0)
@@ -52,13 +50,13 @@ def case_trace(
     usages = _child_spans(builder, root, case, calls, config.retriever.top_k)
     return CaseTrace(
         trace_id=builder.trace_id,
-        experiment_id=experiment_id,
+        experiment_id="",
         request_time=start // 1_000_000,
         execution_duration=(end - start) // 1_000_000,
         state="ERROR" if case.error else "OK",
         request_preview=_dumps(inputs),
         response_preview=_dumps(outputs),
-        metadata=_metadata(run_id, inputs, outputs, usages),
+        metadata=_metadata(inputs, outputs, usages),
         tags={
             names.TRACE_NAME: name,
             names.SPANS_LOCATION: names.SPANS_IN_TRACKING_STORE,
@@ -101,13 +99,10 @@ def _child_spans(
     return usages
 
 
-def _metadata(
-    run_id: str | None, inputs: Any, outputs: Any, usages: list[dict[str, int]]
-) -> dict[str, str]:
-    """The trace's metadata: its run (if known), schema, inputs and outputs, and its total token
-    usage."""
+def _metadata(inputs: Any, outputs: Any, usages: list[dict[str, int]]) -> dict[str, str]:
+    """The trace's metadata: its schema, inputs and outputs, and its total token usage (its run
+    is added by `CaseTrace.stamped`)."""
     metadata = {
-        **({names.TRACE_SOURCE_RUN: run_id} if run_id is not None else {}),
         names.TRACE_SCHEMA_VERSION_KEY: str(names.TRACE_SCHEMA_VERSION),
         names.TRACE_INPUTS: _dumps(inputs),
         names.TRACE_OUTPUTS: _dumps(outputs),

@@ -74,7 +74,6 @@ class RunWriter:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.run_name = target.run_name
         self.rows: dict[str, dict[str, Any]] = {}
         """Each case's row of the per-case table, by case id."""
         self.failures = 0
@@ -103,8 +102,9 @@ class RunWriter:
     def finish(self, end: Finish) -> str | None:
         """Log the metrics, table, artifacts and status; returns a warning line, if any."""
         self.log_end(end.metrics, {**end.tags, "ragexp.status": STATUS_WORD[end.status]})
+        in_order = set(end.order)  # once: rebuilt per row, it took 4 s at 10,000 cases
         ordered = [self.rows[i] for i in end.order if i in self.rows]
-        ordered += [row for i, row in self.rows.items() if i not in set(end.order)]
+        ordered += [row for i, row in self.rows.items() if i not in in_order]
         if ordered:
             self.log_table(rows_table(ordered))
         for path in end.artifacts:
@@ -155,7 +155,7 @@ class MlflowWriter(RunWriter):
         run = self.client.create_run(
             self.experiment_id,
             start_time=begin.start_ms,
-            run_name=self.run_name,
+            run_name=self.target.run_name,
             tags=resolve_tags(dict(begin.tags)),
         )
         flat = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
