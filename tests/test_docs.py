@@ -14,7 +14,7 @@ HOOKS = sorted(name for name in dir(hookspecs) if name.startswith("ragexp_"))
 
 
 def test_there_are_hooks() -> None:
-    assert len(HOOKS) == 6
+    assert len(HOOKS) == 7
 
 
 @pytest.mark.parametrize("hook", HOOKS)

@@ -14,6 +14,8 @@ Hierarchy::
     │   ├── ModelNotFound        the server does not have the model (``ollama pull <model>``)
     │   └── NativeCodeError      the embedded model's native code died or cannot run on this CPU
     │                            (exit code 3; the run stops, finished cases are kept)
+    ├── SystemFailed             the system under test gave no usable answer for one case
+    │                            (recorded on the case)
     └── MetricError              a metric could not score one case (recorded on the case)
 
     KeyboardInterrupt
@@ -100,6 +102,11 @@ class NativeCodeError(BackendError):
 
     exit_code = 3
     stops_run = True
+
+
+class SystemFailed(RagexpError):
+    """The system under test (``system=python|http|answers|...``) gave no usable answer for one
+    case: it raised, its reply has no answer, the answers file has none. Recorded on the case."""
 
 
 class MetricError(RagexpError):

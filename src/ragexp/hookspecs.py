@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ragexp.llm.interface import BackendSpec
     from ragexp.metrics.interface import Metric
     from ragexp.retrieval.base import RetrieverSpec
+    from ragexp.systems.interface import SystemSpec
 
 hookspec = HookspecMarker("ragexp")
 hookimpl = HookimplMarker("ragexp")
@@ -50,6 +51,19 @@ def ragexp_register_retrievers(register: Callable[[RetrieverSpec], None]) -> Non
     ``spec`` is a ``ragexp.retrieval.RetrieverSpec``: the name (the value of
     ``retriever.kind``) and a factory that builds it from the retriever config and an
     embedding-client factory. Returns nothing.
+    """
+
+
+@hookspec
+def ragexp_register_systems(register: Callable[[SystemSpec], None]) -> None:
+    """Called once when the plugin manager loads; call ``register(spec)`` for each system
+    under test.
+
+    ``spec`` is a ``ragexp.systems.SystemSpec``: the name (the value of ``system.kind``), a
+    factory that builds the system from the ``system`` config and a ``SystemContext``, and
+    optionally its typed ``Options`` (an unknown ``system.options`` key is then refused with the
+    allowed ones). The system's async ``answer(case, options)`` returns a ``SystemAnswer``.
+    Returns nothing.
     """
 
 

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
 
 MAX_CHECKED_JOBS = 256
-OPEN_MAPPINGS = ("metric_options.", "gate.")
-"""Config keys that are open mappings, keyed by metric: their keys are added, not overridden."""
+OPEN_MAPPINGS = ("metric_options.", "gate.", "system.options.", "system.headers.")
+"""Config keys that are open mappings (keyed by metric, or a system's own options and headers):
+their keys are added, not overridden."""
 
 
 def config_dir() -> Path:

@@ -15,16 +15,20 @@ from pydantic import BaseModel, ValidationError
 from ragexp.errors import ConfigError
 
 
-def check_options(name: str, model: type[BaseModel] | None, given: Mapping[str, Any]) -> Any:
-    """`resolve_options` for metric ``name`` whose ``Options`` model is ``model``."""
+def check_options(
+    name: str, model: type[BaseModel] | None, given: Mapping[str, Any], *, prefix: str = ""
+) -> Any:
+    """`resolve_options` for metric ``name`` whose ``Options`` model is ``model``; ``prefix``
+    (``system.options``) for the options of a system instead of a metric's."""
     if model is None:
         return dict(given)
-    prefix = f"metric_options.{name}"
+    what = "system" if prefix else "metric"
+    prefix = prefix or f"metric_options.{name}"
     for key in given:
         if key not in model.model_fields:
             hint = difflib.get_close_matches(str(key), list(model.model_fields), n=1)
             raise ConfigError(
-                f"{prefix}.{key}: unknown option of metric '{name}'; its options: "
+                f"{prefix}.{key}: unknown option of {what} '{name}'; its options: "
                 f"{describe_options(model) or 'none'}"
                 + (f"; did you mean '{prefix}.{hint[0]}'?" if hint else "")
             )

@@ -27,6 +27,9 @@ class Known:
     metrics: frozenset[str]
     options: Mapping[str, type[BaseModel] | None] = field(default_factory=dict)
     """metric name -> its ``Options`` model (None: it declares none, any mapping is passed)."""
+    systems: frozenset[str] = frozenset({"ragexp"})
+    system_options: Mapping[str, type[BaseModel] | None] = field(default_factory=dict)
+    """system name -> its ``Options`` model (None: any ``system.options`` are passed through)."""
     explain_metric: Callable[[str], str] | None = field(default=None, compare=False)
     """What to add when a metric is unknown: a plugin left out, a close name (or "")."""
 
@@ -233,10 +236,95 @@ class RunOptions(StrictModel):
     gone); finished cases are kept."""
 
 
+SYSTEM_NEEDS = {"python": "target", "http": "url", "answers": "path"}
+"""What each built-in system cannot do without: ``system=python`` needs ``system.target``..."""
+SYSTEM_EXAMPLES = {
+    "target": "system.target=mypkg.rag:answer",
+    "url": "system.url=http://127.0.0.1:8000/ask",
+    "path": "system.path=answers.jsonl",
+}
+
+
+class SystemConfig(StrictModel):
+    """The system under test (``system=...``): ragexp's own retrieve -> generate pipeline
+    (``ragexp``, the default), a Python callable, an HTTP service, a file of answers, or a
+    plugin's. See docs/systems.md."""
+
+    kind: str = "ragexp"
+    target: str | None = None
+    """``python``: ``module:attr``, a function, a class (built once per run) or an object."""
+    url: str | None = None
+    """``http``: where each case is POSTed."""
+    path: Path | None = None
+    """``answers``: a JSONL file of ``case_id``, ``answer``, ``contexts``."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Passed to the system with every case (``python``: keyword arguments; ``http``: the
+    body's ``options``); each is a key like any other: ``-m system.options.top_k=3,5``."""
+    answer_field: str = "answer"
+    """``http``: the dotted path of the answer in the reply."""
+    contexts_field: str = "contexts"
+    """``http``: the dotted path of the contexts in the reply."""
+    body: dict[str, Any] | None = None
+    """``http``: the request body; strings ``{question}``, ``{case_id}``, ``{options}`` are
+    filled in (default ``{"question", "case_id", "options"}``)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    api_key_env: str | None = None
+    """The NAME of the variable holding the service's key (sent as ``Authorization: Bearer``);
+    its value never reaches logs, MLflow or reports."""
+    timeout_s: float = Field(60.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    model: str | None = None
+    """The model behind the system, when known: for the self-judge check."""
+    version: str | None = None
+    """Anything else that changes the system's answers: change it to ask the system again."""
+    cache: bool = True
+    """``false``: ask the system on every run (its answers are not cached)."""
+
+    @field_validator("kind")
+    @classmethod
+    def _kind_known(cls, value: str, info: ValidationInfo) -> str:
+        return check_known(value, "systems", info)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.replace("_", "a").isalnum():
+            raise ValueError(
+                "the NAME of an environment variable (export MY_KEY=...; system.api_key_env="
+                "MY_KEY), never the key itself"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _has_what_it_needs(self) -> SystemConfig:
+        needed = SYSTEM_NEEDS.get(self.kind)
+        if needed is not None and getattr(self, needed) is None:
+            raise ValueError(
+                f"system.{needed}: system={self.kind} needs it, e.g. {SYSTEM_EXAMPLES[needed]}"
+            )
+        return self
+
+    @field_validator("options")
+    @classmethod
+    def _options_checked(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        known: Known | None = (info.context or {}).get("known")
+        kind = info.data.get("kind")
+        if known is None or kind is None:
+            return value
+        model = known.system_options.get(kind)
+        if model is None:
+            return value
+        try:
+            return dump_options(check_options(kind, model, value, prefix="system.options"))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+
 class RunConfig(StrictModel):
     """The whole validated configuration of one run (one Hydra job)."""
 
     generator: LLMConfig
+    """``system=ragexp``'s generator (as ``retriever`` and ``prompt``)."""
     judge: JudgeConfig
     retriever: RetrieverConfig
     prompt: PromptConfig
@@ -249,6 +337,7 @@ class RunConfig(StrictModel):
     gate: GateConfig = GateConfig()
     compare: CompareConfig = CompareConfig()
     run: RunOptions = RunOptions()
+    system: SystemConfig = SystemConfig()
     labels: str | None = None
     """Human labels: a labels JSONL file, a folder of ``labels*.jsonl`` files, or ``mlflow``
     (HUMAN assessments on the experiment's traces); see docs/labels.md."""
@@ -259,7 +348,11 @@ class RunConfig(StrictModel):
     def is_self_judge(self, backends: Mapping[str, str]) -> bool:
         """The generator's own model judges its answers: the same model name on the same
         backend (``backends``: role -> the backend that ran it, after ``auto``). Decided here
-        once; the run records it in ``job.json`` and the MLflow tag ``self_judge``."""
+        once; the run records it in ``job.json`` and the MLflow tag ``self_judge``. Another
+        system than ragexp's own is judged by its own model when ``system.model`` is the
+        judge's model."""
+        if self.system.kind != "ragexp":
+            return self.system.model is not None and self.system.model == self.judge.model
         return (self.generator.model, backends.get("generator")) == (
             self.judge.model,
             backends.get("judge"),

@@ -26,8 +26,8 @@ class Sample:
 
 
 def format_context(chunks: Sequence[RetrievedChunk]) -> str:
-    """Chunks joined for a prompt, each preceded by its source id in brackets."""
-    return "\n\n".join(f"[{c.doc_id}]\n{c.text}" for c in chunks)
+    """Chunks joined for a prompt, each preceded by its source id in brackets (when known)."""
+    return "\n\n".join(f"[{c.doc_id}]\n{c.text}" if c.doc_id else c.text for c in chunks)
 
 
 THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)

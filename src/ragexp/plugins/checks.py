@@ -197,3 +197,29 @@ def _describe(value: object) -> str:
     if isinstance(value, type):
         return f"the class {value.__name__}"
     return f"a {type(value).__name__}"
+
+
+SYSTEM_CONTRACT = (
+    "a system spec needs name (str), a factory (callable: config, context -> system) and "
+    "Options None or a pydantic model"
+)
+
+
+def check_system(spec: object, label: str) -> None:
+    """Raise `PluginError` unless ``spec`` has the shape of a `ragexp.systems.SystemSpec`."""
+    name = getattr(spec, "name", None)
+    options = getattr(spec, "Options", None)
+    problem = (
+        "its name is not a non-empty str"
+        if not isinstance(name, str) or not name
+        else "its factory is not callable"
+        if not callable(getattr(spec, "factory", None))
+        else "its Options is not a pydantic model"
+        if options is not None
+        and not (isinstance(options, type) and issubclass(options, BaseModel))
+        else ""
+    )
+    if problem:
+        raise PluginError(
+            f"{label} registers a system that breaks the contract: {problem}; {SYSTEM_CONTRACT}"
+        )

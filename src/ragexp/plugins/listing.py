@@ -11,12 +11,21 @@ from ragexp.config.options import OptionInfo, option_infos
 from ragexp.errors import PluginError
 from ragexp.metrics.interface import options_model
 from ragexp.plugins.manager import Registry, registry
+from ragexp.systems.interface import SystemSpec
 
 
 def metric_options(metric: object) -> list[OptionInfo]:
     """The options ``metric`` declares in its ``Options`` model; [] when it declares none."""
     model = options_model(metric)
     return [] if model is None else option_infos(model)
+
+
+def system_options(spec: SystemSpec) -> str:
+    """What ``system.options`` a system takes: its ``Options`` fields, ``none``, or ``any
+    (passed through)``."""
+    if spec.Options is None:
+        return "any (passed through)"
+    return ", ".join(o.brief() for o in option_infos(spec.Options)) or "none"
 
 
 def format_plugins(reg: Registry) -> str:
@@ -28,6 +37,10 @@ def format_plugins(reg: Registry) -> str:
             lines.append(f"    {kind}: {', '.join(names)}")
             for name in names if kind == "metrics" else ():
                 lines += _option_lines(f"        {name} options: ", reg.metrics[name])
+            for name in names if kind == "systems" else ():
+                spec = reg.systems[name]
+                lines.append(f"        {name}: {spec.description}")
+                lines.append(f"        {' ' * len(name)}  options: {system_options(spec)}")
         lines.append(f"    hooks: {', '.join(p.hooks)}")
     return "\n".join(lines)
 
@@ -46,6 +59,9 @@ def plugins_json(reg: Registry) -> str:
             "options": {
                 name: [asdict(o) for o in metric_options(reg.metrics[name])]
                 for name in p.registers.get("metrics", ())
+            },
+            "system_options": {
+                name: system_options(reg.systems[name]) for name in p.registers.get("systems", ())
             },
         }
         for p in reg.plugins

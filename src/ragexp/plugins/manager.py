@@ -32,8 +32,9 @@ from ragexp.config.schema import Known
 from ragexp.errors import PluginError, RagexpWarning
 from ragexp.llm.interface import BackendSpec
 from ragexp.metrics.interface import Metric, options_model
-from ragexp.plugins.checks import check_hooks, check_metric
+from ragexp.plugins.checks import check_hooks, check_metric, check_system
 from ragexp.retrieval.base import RetrieverSpec
+from ragexp.systems.interface import SystemSpec
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "ragexp.plugins.builtin.faithfulness",
@@ -41,12 +42,13 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "ragexp.plugins.builtin.retrieval_metrics",
     "ragexp.plugins.builtin.backends",
     "ragexp.plugins.builtin.retrievers",
+    "ragexp.plugins.builtin.systems",
 )
 
 ENTRY_POINT_GROUP = "ragexp"
 ALLOW_ENV = "RAGEXP_LOAD_PLUGINS"
 DIR_ENV = "RAGEXP_PLUGINS_DIR"
-KINDS = ("metrics", "backends", "retrievers")
+KINDS = ("metrics", "backends", "retrievers", "systems")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class PluginInfo:
     version: str
     hooks: tuple[str, ...]
     registers: dict[str, tuple[str, ...]]
-    """kind (metrics, backends, retrievers) -> names registered."""
+    """kind (metrics, backends, retrievers, systems) -> names registered."""
 
     @property
     def label(self) -> str:
@@ -78,6 +80,7 @@ class Registry:
     metrics: dict[str, Metric] = field(default_factory=dict)
     backends: dict[str, BackendSpec] = field(default_factory=dict)
     retrievers: dict[str, RetrieverSpec] = field(default_factory=dict)
+    systems: dict[str, SystemSpec] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
     """(kind, name) -> the owning plugin's label."""
     plugins: list[PluginInfo] = field(default_factory=list)
@@ -89,6 +92,8 @@ class Registry:
             metrics=frozenset(self.metrics),
             options={name: options_model(metric) for name, metric in self.metrics.items()},
             explain_metric=lambda name: unknown_metric_hint(name, self),
+            systems=frozenset(self.systems),
+            system_options={name: spec.Options for name, spec in self.systems.items()},
         )
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
@@ -288,6 +293,8 @@ def _staged_registrations(
         def register(item: Any) -> None:
             if kind == "metrics":
                 check_metric(item, info.label)
+            elif kind == "systems":
+                check_system(item, info.label)
             item_name = getattr(item, "name", None)
             if not isinstance(item_name, str) or not item_name:
                 raise PluginError(f"{info.label} registered one of its {kind} without a name")

@@ -73,15 +73,34 @@ def _settings(
         "",
         "| setting | value |",
         "| --- | --- |",
-        f"| generator | `{config.generator.model}` ({backends.get('generator', '?')}) |",
-        f"| judge | `{config.judge.model}` ({backends.get('judge', 'not used')}) |",
-        f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
-        f"chunks of {config.retriever.chunk_size} words |",
-        f"| prompt | {config.prompt.name} |",
+        *_under_test(config, backends),
         f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
         f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_retried(summary)}"
         f"{_cached(summary)} |",
         "",
+    ]
+
+
+def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
+    """The rows of the system under test (ragexp's generator, retriever and prompt, or the
+    system's kind and where it is) and of the judge."""
+    judge = f"| judge | `{config.judge.model}` ({backends.get('judge', 'not used')}) |"
+    system = config.system
+    if system.kind != "ragexp":
+        where = system.target or system.url or system.path
+        options = ", ".join(f"{k}={v}" for k, v in system.options.items())
+        return [
+            f"| system | {system.kind}" + (f" `{where}`" if where else "")
+            + (f", model `{system.model}`" if system.model else "") + " |",
+            *([f"| system options | {options} |"] if options else []),
+            judge,
+        ]  # fmt: skip
+    return [
+        f"| generator | `{config.generator.model}` ({backends.get('generator', '?')}) |",
+        judge,
+        f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
+        f"chunks of {config.retriever.chunk_size} words |",
+        f"| prompt | {config.prompt.name} |",
     ]
 
 
@@ -203,7 +222,8 @@ def _case_section(case: CaseResult) -> list[str]:
     for chunk in case.retrieved:
         preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
         mark = " **relevant**" if chunk.doc_id in relevant else ""
-        lines.append(f"- `{chunk.chunk_id}` ({chunk.score:.3f}){mark}: {preview}…")
+        score = f" ({chunk.score:.3f})" if chunk.score is not None else ""
+        lines.append(f"- `{chunk.chunk_id}`{score}{mark}: {preview}…")
     if case.relevant_docs:
         found = relevant & {c.doc_id for c in case.retrieved}
         lines += ["", f"Relevant documents retrieved: {len(found)} of {len(relevant)}."]

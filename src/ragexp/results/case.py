@@ -10,14 +10,17 @@ class _Model(BaseModel):
 
 
 class RetrievedChunk(_Model):
-    """One chunk the retriever returned for a case, best first."""
+    """One chunk the retriever (or the system under test) returned for a case, best first."""
 
-    doc_id: str
-    """Path of the document relative to the corpus folder."""
+    doc_id: str | None
+    """Path of the document relative to the corpus folder; None when a system under test did
+    not say which document a context came from."""
     chunk_id: str
-    """`<doc_id>#<n>`, n counting from 0 within the document."""
-    score: float
-    """The retriever's own score (BM25 or cosine similarity); higher is better."""
+    """`<doc_id>#<n>`, n counting from 0 within the document (a system's context without a
+    document: `context #<n>`, n its place in the reply)."""
+    score: float | None
+    """The retriever's own score (BM25 or cosine similarity), higher is better; None when a
+    system under test gave none."""
     text: str
 
 

@@ -1,33 +1,34 @@
-"""One case of a run: retrieve, render the prompt, generate, then score with every metric (each
-judged ``judge.repeats`` times), and say how it went."""
+"""One case of a run: ask the system under test (`ragexp.run.system`; ragexp's own pipeline
+retrieves and generates), then score its answer with every metric (each judged
+``judge.repeats`` times), and say how it went."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ragexp.config.schema import RunConfig
 from ragexp.data.dataset import Case
-from ragexp.errors import BackendUnavailable, RagexpError, ServerGone
+from ragexp.errors import BackendUnavailable, RagexpError, ServerGone, SystemFailed, first_line
+from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
-from ragexp.llm.interface import Message
-from ragexp.metrics.interface import Judge, Metric, Sample, format_context
+from ragexp.metrics.interface import Judge, Metric, Sample
 from ragexp.metrics.scoring import score_sample
-from ragexp.results.case import CaseResult, Judgement, LLMCall, MetricResult, RetrievedChunk
-from ragexp.retrieval.base import Retriever
+from ragexp.results.case import CaseResult, Judgement, LLMCall, MetricResult
+from ragexp.run.system import SystemRun
+from ragexp.systems.interface import partial
 
 
 @dataclass
 class CaseRun:
-    """What every case of a run shares: the config, the retriever, the endpoints, the metrics
-    with their resolved options, and the count of cases done."""
+    """What every case of a run shares: the config, the system under test, the judges, the
+    metrics with their resolved options, and the count of cases done."""
 
     config: RunConfig
-    retriever: Retriever
-    generator: Endpoint
+    system: SystemRun
     judges: list[Endpoint]
     """One endpoint per judgement (``judge.repeats``); empty when no metric needs a judge."""
     metrics: list[tuple[Metric, str]]
@@ -57,19 +58,6 @@ def _count_unreachable(run: CaseRun, exc: RagexpError) -> None:
         )
 
 
-def render_prompt(
-    config: RunConfig, question: str, chunks: Sequence[RetrievedChunk]
-) -> list[Message]:
-    """The generator's messages: the prompt variant filled with the question and the chunks."""
-    context = format_context(chunks)
-    user = config.prompt.template.replace("{context}", context).replace("{question}", question)
-    messages: list[Message] = []
-    if config.prompt.system:
-        messages.append({"role": "system", "content": config.prompt.system})
-    messages.append({"role": "user", "content": user})
-    return messages
-
-
 async def run_case(run: CaseRun, case: Case) -> CaseResult:
     result = CaseResult(
         case_id=case.id,
@@ -79,15 +67,11 @@ async def run_case(run: CaseRun, case: Case) -> CaseResult:
         cluster=case.cluster,
     )
     try:
-        t0 = time.time_ns()
-        result.retrieved = await run.retriever.search(case.question, run.config.retriever.top_k)
-        result.retrieve_ns = (t0, time.time_ns())
-        messages = render_prompt(run.config, case.question, result.retrieved)
-        result.generation = await _call(run.generator, messages, role="generate")
-        result.answer = result.generation.text.strip()
+        await _ask(run, case, result)
     except RagexpError as exc:
         if exc.stops_run:
             raise
+        result.retrieved, result.retrieve_ns = partial(exc)
         result.error = str(exc)
         result.error_kind = type(exc).__name__
         _count_unreachable(run, exc)
@@ -111,6 +95,25 @@ async def run_case(run: CaseRun, case: Case) -> CaseResult:
     _report_progress(run, result)
     run.on_case(result, run.done)
     return result
+
+
+async def _ask(run: CaseRun, case: Case, result: CaseResult) -> None:
+    """The system's answer and contexts onto ``result``, with the call behind them; a system's
+    own exception is a `SystemFailed` of this case."""
+    start_ns = time.time_ns()
+    try:
+        answer, call = await run.system.ask(case)
+    except RagexpError:
+        raise
+    except Exception as exc:  # a plugin's system failed on this case: recorded, the run goes on
+        raise SystemFailed(
+            f"system '{run.config.system.kind}' raised {type(exc).__name__}: {first_line(exc)}"
+        ) from None
+    result.generation = answer.generation or call
+    result.answer = answer.answer.strip()
+    result.retrieved = list(answer.contexts)
+    end_ns = call.start_ns + int(call.latency_s * 1e9) if call and not call.cached else None
+    result.retrieve_ns = answer.retrieve_ns or (start_ns, end_ns or start_ns)
 
 
 async def _score(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> MetricResult:
@@ -157,33 +160,18 @@ def _judge_for(endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replica
 
 async def _call(
     endpoint: Endpoint,
-    messages: list[Message],
+    messages: list[dict[str, str]],
     role: str,
     metric: Metric | None = None,
     replicate: int = 0,
 ) -> LLMCall:
-    start_ns = time.time_ns()
-    completion = await endpoint.chat(
+    return await recorded_call(
+        endpoint,
         messages,
-        role=role,
+        role,
         metric=metric.name if metric else None,
         metric_version=metric.version if metric else None,
         replicate=replicate,
-    )
-    return LLMCall(
-        role=role,
-        backend=endpoint.backend_name,
-        model=endpoint.config.model,
-        model_id=completion.model_id,
-        prompt=messages[-1]["content"],
-        text=completion.text,
-        prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens,
-        latency_s=completion.latency_s,
-        start_ns=start_ns,
-        timings=dict(completion.timings),
-        cached=completion.cached,
-        attempts=completion.attempts,
     )
 
 

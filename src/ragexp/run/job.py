@@ -134,12 +134,8 @@ def prepare(
     baseline = baseline_cases(config.gate, config.tracking)
     dataset = load_dataset(config.dataset, config.compare.cluster)
     run_dir.mkdir(parents=True, exist_ok=True)
-    print(
-        f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', generator "
-        f"{config.generator.model}, judge {config.judge.model}, top_k {config.retriever.top_k}, "
-        f"prompt {config.prompt.name}",
-        file=sys.stderr,
-    )
+    print(f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', {_under_test(config)}",
+          file=sys.stderr)  # fmt: skip
     stop = threading.Event()
     tracker = (
         Tracker.start(config, resolved, run_name=job.run_name, on_failure=stop.set)
@@ -331,6 +327,20 @@ def _end_early(run: Run, status: RunStatus) -> None:
         return
     with contextlib.suppress(ConfigError):  # the run already stops with its own error
         run.tracker.finish(None, [case.case_id for case in run.finished], status, timeout_s=60)
+
+
+def _under_test(config: RunConfig) -> str:
+    """What the run's first line says of the system under test and its judge."""
+    system = config.system
+    if system.kind == "ragexp":
+        return (
+            f"generator {config.generator.model}, judge {config.judge.model}, top_k "
+            f"{config.retriever.top_k}, prompt {config.prompt.name}"
+        )
+    where = system.target or system.url or system.path
+    return (
+        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.model}"
+    )
 
 
 def _kept(case_log: CaseLog) -> str:

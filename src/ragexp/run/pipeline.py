@@ -1,5 +1,6 @@
-"""One run's cases: set up the endpoints and the retriever, index the corpus, then for every case
-retrieve -> generate -> score (`ragexp.run.case`), concurrently."""
+"""One run's cases: set up the endpoints and the system under test (ragexp's own pipeline
+indexes the corpus), then for every case ask the system -> score (`ragexp.run.case`),
+concurrently."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ragexp.config.schema import RunConfig
-from ragexp.data.chunking import chunk_text
 from ragexp.data.dataset import Case, Dataset
 from ragexp.llm.cache import CallCache
 from ragexp.llm.endpoint import EndpointPool
@@ -20,6 +20,8 @@ from ragexp.metrics.interface import resolve_options
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
 from ragexp.run.case import CaseRun, run_case
+from ragexp.run.system import SystemRun
+from ragexp.systems.interface import SystemContext, aclose, models, start
 
 
 @dataclass(repr=False)  # asyncio logs the result of run's task: never format every case
@@ -27,9 +29,11 @@ class RunOutcome:
     cases: list[CaseResult]
     wall_s: float
     model_ids: dict[str, str]
-    """`generator` / `judge` -> model identity reported by the backend."""
+    """`generator` / `judge` -> model identity reported by the backend (another system than
+    ragexp's own: `system` -> its model, when it says)."""
     backends: dict[str, str]
-    """`generator` / `judge` -> backend name actually used (after `auto`)."""
+    """`generator` / `judge` -> backend name actually used (after `auto`); another system:
+    `system` -> `system:<kind>`."""
     llm_calls: int
     """Calls made to LLM backends (embedding calls included)."""
     llm_cached: int = 0
@@ -58,23 +62,38 @@ async def run_experiment(
     start = time.perf_counter()
     cache = None if config.cache.mode == "off" else CallCache(config.cache.dir, config.cache.mode)
     pool = EndpointPool(registry.backends, cache)
+    run: CaseRun | None = None
     try:
-        run = await _prepare(config, dataset, registry, pool, progress, on_case)
+        run = await _prepare(config, dataset, registry, pool, cache, progress, on_case)
         on_ready()
         results = await _run_cases(run, dataset.cases, stop)
-        roles = {"generator": run.generator, **({"judge": run.judges[0]} if run.judges else {})}
+        roles = _roles(run)
         return RunOutcome(
             cases=[case for case in results if case is not None],
             wall_s=time.perf_counter() - start,
-            model_ids={role: ep.model_id for role, ep in roles.items()},
-            backends={role: ep.backend_name for role, ep in roles.items()},
+            model_ids={role: model_id for role, (_, model_id) in roles.items()},
+            backends={role: backend for role, (backend, _) in roles.items()},
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
             llm_cached=sum(ep.cached for ep in pool.endpoints()),
         )
     finally:
+        if run is not None:
+            await aclose(run.system.system)
         await pool.aclose()
         if cache is not None:
             cache.close()
+
+
+def _roles(run: CaseRun) -> dict[str, tuple[str, str]]:
+    """role -> (backend, model identity): the system's models (ragexp's pipeline: its
+    generator; another system: ``system``), then the judge's."""
+    system = run.system
+    roles = models(system.system) or {
+        "system": (system.backend, system.config.model or system.config.kind)
+    }
+    if run.judges:
+        roles["judge"] = (run.judges[0].backend_name, run.judges[0].model_id)
+    return roles
 
 
 async def _prepare(
@@ -82,36 +101,35 @@ async def _prepare(
     dataset: Dataset,
     registry: Registry,
     pool: EndpointPool,
+    cache: CallCache | None,
     progress: TextIO,
     on_case: Callable[[CaseResult, int], None],
 ) -> CaseRun:
-    """The endpoints (checked: reachable, models served) and the indexed retriever."""
+    """The system under test (built, then started once its endpoints answered) and the
+    judges' endpoints (checked: reachable, models served)."""
     metrics = [(registry.metrics[m], registry.owners[("metrics", m)]) for m in config.metrics]
     options = {
         metric.name: resolve_options(metric, config.metric_options.get(metric.name, {}))
         for metric, _ in metrics
     }
-    generator = pool.get("generator", config.generator)
+    spec = registry.systems[config.system.kind]
+    context = SystemContext(config, dataset, pool.get, registry.retrievers)
+    system = spec.factory(config.system, context)
     needs_judge = any(metric.needs_judge for metric, _ in metrics)
     judges = (
         [pool.get("judge", config.judge.replicate(r)) for r in range(config.judge.repeats)]
         if needs_judge
         else []
     )
-    spec = registry.retrievers[config.retriever.kind]
-    retriever = spec.factory(config.retriever, pool.get)
-    await pool.preflight()
-    chunks = [
-        chunk
-        for doc_id, text in dataset.documents.items()
-        for chunk in chunk_text(
-            doc_id, text, config.retriever.chunk_size, config.retriever.chunk_overlap
-        )
-    ]
-    await retriever.index(chunks)
+    try:
+        await pool.preflight()
+        await start(system)
+    except BaseException:
+        await aclose(system)
+        raise
     return CaseRun(
-        config, retriever, generator, judges, metrics, options, progress, on_case,
-        total=len(dataset.cases),
+        config, SystemRun.of(system, spec, config.system, cache), judges, metrics, options,
+        progress, on_case, total=len(dataset.cases),
     )  # fmt: skip
 
 
@@ -121,9 +139,13 @@ async def _run_cases(
     """Every case, concurrently; a case not started once ``stop`` is set is None."""
     # Cases in flight are bounded too, so each case runs to its end (progress, cases.jsonl)
     # instead of every generation queueing ahead of every judge call.
-    in_flight = asyncio.Semaphore(
-        max(run.config.generator.concurrency, run.config.judge.concurrency)
+    system = run.system
+    asks = (
+        run.config.generator.concurrency
+        if system.spec.own_concurrency
+        else system.config.concurrency
     )
+    in_flight = asyncio.Semaphore(max(asks, run.config.judge.concurrency))
 
     async def bounded(case: Case) -> CaseResult | None:
         async with in_flight:

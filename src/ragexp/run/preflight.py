@@ -23,8 +23,10 @@ def servers(
     every LLM every job uses."""
     found: dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]] = {}
     for config in configs:
-        roles: dict[str, LLMConfig] = {"generator": config.generator, "judge": config.judge}
-        if config.retriever.kind == "dense":
+        roles: dict[str, LLMConfig] = {"judge": config.judge}
+        if config.system.kind == "ragexp":  # its generator and retriever: no other system's
+            roles["generator"] = config.generator
+        if config.system.kind == "ragexp" and config.retriever.kind == "dense":
             roles["retriever.embedder"] = config.retriever.embedder
         for path, llm in roles.items():
             name = resolve_backend_name(llm, specs)

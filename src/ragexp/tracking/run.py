@@ -162,7 +162,7 @@ def table_row(case: CaseResult) -> dict[str, Any]:
         "case_id": case.case_id,
         "question": case.question,
         "answer": case.answer or "",
-        "retrieved": ", ".join(r.doc_id for r in case.retrieved),
+        "retrieved": ", ".join(r.doc_id or r.chunk_id for r in case.retrieved),
         "error": case.error or "",
         "metrics": {
             name: ("" if r.label is None else r.label, r.score) for name, r in case.metrics.items()

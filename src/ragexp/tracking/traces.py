@@ -47,7 +47,8 @@ def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
         name, "CHAIN", None, start, end, inputs, outputs, {"case_id": case.case_id},
         error=case.error is not None,
     )  # fmt: skip
-    usages = _child_spans(builder, root, case, calls, config.retriever.top_k)
+    top_k = config.retriever.top_k if config.system.kind == "ragexp" else None
+    usages = _child_spans(builder, root, case, calls, top_k)
     return CaseTrace(
         trace_id=builder.trace_id,
         experiment_id="",
@@ -69,10 +70,15 @@ def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
 
 
 def _child_spans(
-    builder: _SpanBuilder, root: bytes, case: CaseResult, calls: list[LLMCall], top_k: int
+    builder: _SpanBuilder,
+    root: bytes,
+    case: CaseResult,
+    calls: list[LLMCall],
+    top_k: int | None,
 ) -> list[dict[str, int]]:
-    """The retrieval span and one span per LLM call under ``root``; returns the calls' token
-    usages (those whose backend reported both counts)."""
+    """The retrieval span (another system's: the contexts it returned) and one span per call
+    under ``root`` (another system's own call: a CHAIN span); returns the calls' token usages
+    (those whose backend reported both counts)."""
     if case.retrieve_ns:
         builder.span(
             "retrieve", "RETRIEVER", root, *case.retrieve_ns,
@@ -92,11 +98,15 @@ def _child_spans(
             attributes[names.SPAN_CHAT_USAGE] = usage
             usages.append(usage)
         builder.span(
-            call.role, "CHAT_MODEL" if call.role == "generate" else "LLM", root,
+            call.role, _SPAN_TYPES.get(call.role, "LLM"), root,
             call.start_ns, _call_end(call), {"prompt": call.prompt}, {"text": call.text},
             attributes,
         )  # fmt: skip
     return usages
+
+
+_SPAN_TYPES = {"generate": "CHAT_MODEL", "system": "CHAIN"}
+"""A call's span type by its role: ragexp's generator, another system's call, else a judge's."""
 
 
 def _metadata(inputs: Any, outputs: Any, usages: list[dict[str, int]]) -> dict[str, str]:

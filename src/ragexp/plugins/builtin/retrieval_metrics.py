@@ -1,7 +1,10 @@
-"""Retrieval metrics from the golden set's ``relevant_docs``; no LLM involved.
+"""Retrieval metrics from the golden set's ``relevant_docs`` and the ``doc_id`` of each context
+the system returned; no LLM involved.
 
 A case without ``relevant_docs`` (or with an empty list: a question the corpus cannot answer)
 cannot be scored: the score is None, the case is left out of the mean and counted as unscored.
+Nor can a case whose system named no document for any of its contexts (a system under test that
+returns bare texts): the score is None with the note "no document ids from the system", never 0.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 from ragexp.hookspecs import hookimpl
 from ragexp.metrics.interface import Judge, RegisterMetric, Sample
 from ragexp.results.case import MetricResult
+
+NO_DOC_IDS = "no document ids from the system"
 
 
 class _RetrievalMetric:
@@ -26,8 +31,10 @@ class _RetrievalMetric:
     ) -> MetricResult:
         if not sample.relevant_docs:
             return MetricResult(score=None, label="no_relevant_docs")
+        if all(c.doc_id is None for c in sample.contexts):  # none given, or none named
+            return MetricResult(score=None, label="no_doc_ids", raw=NO_DOC_IDS)
         # Distinct doc ids in retrieval order (several chunks may come from one document).
-        ranked = list(dict.fromkeys(c.doc_id for c in sample.contexts))
+        ranked = list(dict.fromkeys(c.doc_id for c in sample.contexts if c.doc_id is not None))
         return self.rate(ranked, set(sample.relevant_docs))
 
     def rate(self, ranked: list[str], relevant: set[str]) -> MetricResult:

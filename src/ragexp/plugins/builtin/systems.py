@@ -1,0 +1,67 @@
+"""The built-in systems under test: ``ragexp`` (its own retrieve -> generate pipeline, the
+default), ``python`` (a callable), ``http`` (a service) and ``answers`` (a file)."""
+
+from __future__ import annotations
+
+from ragexp.config.schema import SystemConfig
+from ragexp.hookspecs import hookimpl
+from ragexp.systems.interface import NoOptions, RegisterSystem, System, SystemContext, SystemSpec
+
+
+def _ragexp(config: SystemConfig, context: SystemContext) -> System:
+    from ragexp.plugins.builtin.ragexp_system import build
+
+    return build(config, context)
+
+
+def _python(config: SystemConfig, context: SystemContext) -> System:
+    from ragexp.systems.python import build
+
+    return build(config, context)
+
+
+def _http(config: SystemConfig, context: SystemContext) -> System:
+    from ragexp.systems.http import build
+
+    return build(config, context)
+
+
+def _answers(config: SystemConfig, context: SystemContext) -> System:
+    from ragexp.systems.answers import build
+
+    return build(config, context)
+
+
+@hookimpl
+def ragexp_register_systems(register: RegisterSystem) -> None:
+    register(
+        SystemSpec(
+            "ragexp",
+            _ragexp,
+            description="ragexp's own pipeline: retriever -> prompt -> generator",
+            Options=NoOptions,
+            own_concurrency=True,
+        )
+    )
+    register(
+        SystemSpec(
+            "python",
+            _python,
+            description="a Python callable: system.target=module:attr (options as kwargs)",
+        )
+    )
+    register(
+        SystemSpec(
+            "http",
+            _http,
+            description="an HTTP service: system.url (POST question, case_id, options)",
+        )
+    )
+    register(
+        SystemSpec(
+            "answers",
+            _answers,
+            description="a JSONL file of answers: system.path (case_id, answer, contexts)",
+            Options=NoOptions,
+        )
+    )

@@ -1,0 +1,140 @@
+"""Asking the system under test about one case, whatever it is: bounded by
+``system.concurrency``, its answer cached like an LLM call (`ragexp.llm.cache.CallCache`, keyed
+by the system's identity, ``system.version`` and its options; ``cache.mode`` applies and
+``system.cache=false`` asks it every run), and its call recorded as the case's ``generation``
+(role ``system``) so tokens, latency and traces read it as they read a generation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragexp.config.options import dump_options
+from ragexp.config.schema import SystemConfig
+from ragexp.data.dataset import Case
+from ragexp.llm.cache import CallCache
+from ragexp.llm.interface import Completion
+from ragexp.llm.retry import slot
+from ragexp.results.case import LLMCall, RetrievedChunk
+from ragexp.systems.interface import System, SystemAnswer, SystemSpec, cache_identity
+
+ROLE = "system"
+"""The role of a system's call among a case's calls (``generate`` is ragexp's generator)."""
+
+
+@dataclass
+class SystemRun:
+    """One run's system under test, with its resolved options."""
+
+    system: System
+    spec: SystemSpec
+    config: SystemConfig
+    options: Any
+    """What ``answer`` receives: the spec's ``Options`` instance, or the options mapping."""
+    cache: CallCache | None
+    bound: asyncio.Semaphore | None
+
+    @classmethod
+    def of(
+        cls, system: System, spec: SystemSpec, config: SystemConfig, cache: CallCache | None
+    ) -> SystemRun:
+        options: Any = (
+            spec.Options.model_validate(config.options) if spec.Options else dict(config.options)
+        )
+        bound = None if spec.own_concurrency else asyncio.Semaphore(config.concurrency)
+        return cls(system, spec, config, options, cache if config.cache else None, bound)
+
+    @property
+    def backend(self) -> str:
+        return f"system:{self.config.kind}"
+
+    async def ask(self, case: Case) -> tuple[SystemAnswer, LLMCall | None]:
+        """The system's answer to ``case`` and the record of its call (None when ragexp made
+        the LLM call itself: the answer's ``generation``)."""
+        identity = cache_identity(self.system, case, self.options)
+        key = None if identity is None or self.cache is None else self._key(case, identity)
+        start_ns = time.time_ns()
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
+            cached = _from_cache(hit)
+            return cached, self._record(case, cached, start_ns, hit)
+        t0 = time.perf_counter()
+        async with self._bounded():
+            answer = await self.system.answer(case, self.options)
+        if answer.generation is not None:
+            return answer, None
+        completion = Completion(
+            text=json.dumps(_to_cache(answer), ensure_ascii=False),
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            latency_s=time.perf_counter() - t0,
+            model_id=self._model_id(answer),
+        )
+        if key is not None and self.cache is not None:
+            model = answer.model or self.config.model or self.config.kind
+            self.cache.put(key, backend=self.backend, model=model, role=ROLE, completion=completion)
+        return answer, self._record(case, answer, start_ns, completion)
+
+    @contextlib.asynccontextmanager
+    async def _bounded(self) -> AsyncIterator[None]:
+        if self.bound is None:
+            yield
+            return
+        async with slot(self.bound):
+            yield
+
+    def _key(self, case: Case, identity: Mapping[str, Any]) -> str:
+        payload = {
+            "system": self.config.kind,
+            "version": self.config.version,
+            "options": dump_options(self.options),
+            "case_id": case.id,
+            "question": case.question,
+            "identity": dict(identity),
+        }
+        canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _model_id(self, answer: SystemAnswer) -> str:
+        return answer.model or self.config.model or self.config.kind
+
+    def _record(
+        self, case: Case, answer: SystemAnswer, start_ns: int, completion: Completion
+    ) -> LLMCall:
+        return LLMCall(
+            role=ROLE,
+            backend=self.backend,
+            model=answer.model or self.config.model or self.config.kind,
+            model_id=completion.model_id,
+            prompt=case.question,
+            text=answer.answer,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=completion.latency_s,
+            start_ns=start_ns,
+            cached=completion.cached,
+        )
+
+
+def _to_cache(answer: SystemAnswer) -> dict[str, Any]:
+    return {
+        "answer": answer.answer,
+        "contexts": [chunk.model_dump() for chunk in answer.contexts],
+        "model": answer.model,
+    }
+
+
+def _from_cache(hit: Completion) -> SystemAnswer:
+    data = json.loads(hit.text)
+    return SystemAnswer(
+        answer=data["answer"],
+        contexts=[RetrievedChunk.model_validate(c) for c in data["contexts"]],
+        prompt_tokens=hit.prompt_tokens,
+        completion_tokens=hit.completion_tokens,
+        model=data.get("model"),
+    )
