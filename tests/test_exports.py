@@ -30,6 +30,8 @@ PUBLIC = {
     # backends and retrievers
     "Backend", "BackendSpec", "Completion", "Message", "Endpoint", "CallCache", "Retriever",
     "RetrieverSpec", "EndpointFactory", "Chunk",
+    # the system under test
+    "System", "SystemAnswer", "Case", "Dataset", "SystemConfig", "SystemContext", "SystemFailed", "SystemSpec",
     "__version__",
 }  # fmt: skip
 

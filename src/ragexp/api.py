@@ -16,9 +16,11 @@ from ragexp.config import (
     RetrieverConfig,
     RunConfig,
     RunOptions,
+    SystemConfig,
     TrackingConfig,
 )
 from ragexp.data.chunking import Chunk
+from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import (
     BackendError,
     BackendUnavailable,
@@ -34,6 +36,7 @@ from ragexp.errors import (
     RagexpWarning,
     RunFailed,
     ServerGone,
+    SystemFailed,
 )
 from ragexp.events import CaseEnd, RunEnd, RunStart
 from ragexp.hookspecs import hookimpl
@@ -60,6 +63,7 @@ from ragexp.results import (
     Summary,
 )
 from ragexp.retrieval.base import EndpointFactory, Retriever, RetrieverSpec
+from ragexp.systems.interface import System, SystemAnswer, SystemContext, SystemSpec
 
 __version__ = _version("ragexp")
 
@@ -72,6 +76,7 @@ __all__ = [
     "CacheConfig",
     "CalibratedMean",
     "CallCache",
+    "Case",
     "CallCount",
     "CaseEnd",
     "CaseResult",
@@ -80,6 +85,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "Cost",
+    "Dataset",
     "DatasetConfig",
     "DatasetError",
     "EmbedderConfig",
@@ -123,6 +129,12 @@ __all__ = [
     "ServerGone",
     "SettingLeniency",
     "Summary",
+    "System",
+    "SystemAnswer",
+    "SystemConfig",
+    "SystemContext",
+    "SystemFailed",
+    "SystemSpec",
     "TrackingConfig",
     "__version__",
     "hookimpl",

@@ -13,6 +13,7 @@ from ragexp.config.schema import (
     RetrieverConfig,
     RunConfig,
     RunOptions,
+    SystemConfig,
     TrackingConfig,
     primary_metric,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "RetrieverConfig",
     "RunConfig",
     "RunOptions",
+    "SystemConfig",
     "TrackingConfig",
     "primary_metric",
     "validate_config",
