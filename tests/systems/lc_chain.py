@@ -22,6 +22,6 @@ def _answer(inputs: dict[str, Any]) -> str:
     return first_sentence(inputs["context"][0].page_content)
 
 
-chain = RunnableParallel(
-    question=itemgetter("question"), context=RunnableLambda(_retrieve)
-).assign(answer=RunnableLambda(_answer))
+chain = RunnableParallel(question=itemgetter("question"), context=RunnableLambda(_retrieve)).assign(
+    answer=RunnableLambda(_answer)
+)

@@ -21,7 +21,9 @@ def load(folder: Path) -> dict[str, str]:
 def search(docs: dict[str, str], question: str, top_k: int) -> list[tuple[str, float, str]]:
     """(doc_id, score, text) of the ``top_k`` documents sharing most words with ``question``."""
     asked = words(question)
-    scored = sorted(((len(asked & words(t)), d) for d, t in docs.items()), key=lambda s: (-s[0], s[1]))
+    scored = sorted(
+        ((len(asked & words(t)), d) for d, t in docs.items()), key=lambda s: (-s[0], s[1])
+    )
     return [(d, float(s), docs[d]) for s, d in scored[:top_k]]
 
 

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lexical import first_sentence, load, search  # noqa: E402
+from lexical import first_sentence, load, search
 
 DOCS: dict[str, str] = {}
 ASKED = {"n": 0}
@@ -63,8 +63,11 @@ class Handler(BaseHTTPRequestHandler):
         hits = search(DOCS, question, top_k)
         contexts = [{"text": t, "doc_id": d, "score": s} for d, s, t in hits]
         answer = first_sentence(hits[0][2]) if hits else "I do not know."
-        reply = {"answer": answer, "contexts": contexts, "usage": {"prompt_tokens": 50 * top_k,
-                                                               "completion_tokens": 12}}
+        reply = {
+            "answer": answer,
+            "contexts": contexts,
+            "usage": {"prompt_tokens": 50 * top_k, "completion_tokens": 12},
+        }
         if "[noanswer]" in question:
             reply = {"result": "the answer went elsewhere", "contexts": contexts}
         self._send(200, json.dumps(reply).encode())

@@ -12,8 +12,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig, StrictModel, check_known
+from ragexp.config.llm import (
+    ENV_NAME_RE,
+    KEY_GIVEN,
+    EmbedderConfig,
+    JudgeConfig,
+    LLMConfig,
+    StrictModel,
+    check_known,
+    looks_like_key,
+)
 from ragexp.config.options import check_options, dump_options
 from ragexp.errors import ConfigError
 
@@ -285,15 +295,20 @@ class SystemConfig(StrictModel):
     def _kind_known(cls, value: str, info: ValidationInfo) -> str:
         return check_known(value, "systems", info)
 
-    @field_validator("api_key_env")
+    @field_validator("api_key_env", mode="before")
     @classmethod
-    def _key_is_a_name(cls, value: str | None) -> str | None:
-        if value is not None and not value.replace("_", "a").isalnum():
-            raise ValueError(
-                "the NAME of an environment variable (export MY_KEY=...; system.api_key_env="
-                "MY_KEY), never the key itself"
-            )
-        return value
+    def _a_variable_name(cls, value: Any) -> Any:
+        """The name of a variable, never the key (as ``generator.api_key_env``); the error never
+        shows the value."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, str) and ENV_NAME_RE.fullmatch(value) and not looks_like_key(value):
+            return value
+        raise PydanticCustomError(
+            KEY_GIVEN,
+            "the NAME of an environment variable that holds the key (letters, digits and _), "
+            "never the key itself",
+        )
 
     @model_validator(mode="after")
     def _has_what_it_needs(self) -> SystemConfig:

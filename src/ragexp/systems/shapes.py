@@ -148,4 +148,4 @@ def _describe(value: Any) -> str:
     if isinstance(value, Mapping):
         keys = ", ".join(map(str, list(value)[:8]))
         return f"a dict with keys [{keys}]" if keys else "an empty dict"
-    return f"a {type(value).__name__}"
+    return f"a value of type {type(value).__name__}"

@@ -1,0 +1,178 @@
+"""The system interface, in process: a third party's system registered through the hook, its
+typed options, its answers cached like LLM calls (asked again only when its identity, version,
+options or the cache settings say so), and a system that raises recorded on its case."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import ragexp
+from ragexp.config import validate_config
+from ragexp.data.dataset import load_dataset
+from ragexp.errors import ConfigError
+from ragexp.plugins.listing import format_plugins, plugins_json
+from ragexp.plugins.manager import PluginInfo, Registry, load_plugins, register_plugin
+from ragexp.results import CaseResult
+from ragexp.run.pipeline import run_experiment
+from tests.config.test_schema import valid_raw
+from tests.systems.world import make_world
+
+
+class Counting:
+    """A system that answers with its options and counts the questions it was asked."""
+
+    class Options(BaseModel):
+        top_k: int = 2
+        style: str = "short"
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def answer(self, case: ragexp.Case, options: Options) -> ragexp.SystemAnswer:
+        self.log.append(case.id)
+        if "dog ride" in case.question:
+            raise ValueError("no dogs on this system")
+        return ragexp.SystemAnswer(
+            answer=f"{options.style} answer to {case.id}",
+            contexts=[ragexp.RetrievedChunk(doc_id="fees.md", chunk_id="x", score=None, text="t")],
+            prompt_tokens=10 * options.top_k,
+            completion_tokens=3,
+        )
+
+    def cache_identity(self, case: ragexp.Case, options: Any) -> dict[str, str]:
+        return {"counting": "1"}
+
+
+class SystemsPlugin:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    @ragexp.hookimpl
+    def ragexp_register_systems(self, register: Any) -> None:
+        register(
+            ragexp.SystemSpec(
+                "counting",
+                lambda config, context: Counting(self.log),
+                description="counts what it is asked",
+                Options=Counting.Options,
+            )
+        )
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return make_world(tmp_path)
+
+
+@pytest.fixture
+def plugged() -> tuple[Registry, SystemsPlugin]:
+    reg = load_plugins([])
+    plugin = SystemsPlugin()
+    register_plugin(reg, plugin, PluginInfo("systems-plugin", "tests", "0", (), {}))
+    return reg, plugin
+
+
+def _config(reg: Registry, world: Path, system: dict[str, Any], **more: Any) -> ragexp.RunConfig:
+    raw = {
+        **valid_raw(),
+        "dataset": {
+            "name": "w",
+            "corpus": str(world / "corpus"),
+            "cases": str(world / "cases.jsonl"),
+        },
+        "metrics": ["hit_rate"],
+        "metric_options": {},
+        "system": system,
+        "cache": {"dir": str(world / "cache"), "mode": "readwrite"},
+        **more,
+    }
+    return validate_config(raw, reg.known())
+
+
+def _run(reg: Registry, config: ragexp.RunConfig) -> list[CaseResult]:
+    dataset = load_dataset(config.dataset)
+    return asyncio.run(run_experiment(config, dataset, reg, progress=io.StringIO())).cases
+
+
+def test_hook_ragexp_register_systems(plugged: tuple[Registry, SystemsPlugin], world: Path) -> None:
+    reg, plugin = plugged
+    assert reg.owners[("systems", "counting")] == "plugin 'systems-plugin' (tests 0)"
+    listing = format_plugins(reg)
+    assert "systems: counting" in listing
+    assert 'options: top_k (int, default 2), style (str, default "short")' in listing
+    assert "systems: ragexp, python, http, answers" in listing
+    assert '"counting": "top_k (int, default 2)' in plugins_json(reg)
+    cases = _run(reg, _config(reg, world, {"kind": "counting", "options": {"style": "long"}}))
+    by_id = {c.case_id: c for c in cases}
+    assert by_id["c1"].answer == "long answer to c1"
+    assert by_id["c1"].generation is not None and by_id["c1"].generation.prompt_tokens == 20
+    assert by_id["c1"].metrics["hit_rate"].score == 1.0  # fees.md is c1's relevant document
+    assert by_id["c3"].error == "system 'counting' raised ValueError: no dogs on this system"
+    assert by_id["c3"].error_kind == "SystemFailed" and "hit_rate" not in by_id["c3"].metrics
+    assert sorted(plugin.log) == ["c1", "c2", "c3", "c4", "c5", "c6"]
+
+
+def test_answers_are_cached_under_the_systems_identity_version_and_options(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    reg, plugin = plugged
+    system = {"kind": "counting", "options": {"top_k": 3}}
+    first = _run(reg, _config(reg, world, system))
+    assert len(plugin.log) == 6
+    again = _run(reg, _config(reg, world, system))
+    assert len(plugin.log) == 7  # only c3, which failed, is asked again
+    assert [c.answer for c in again] == [c.answer for c in first]
+    assert all(c.generation.cached for c in again if c.generation is not None)
+    asked = len(plugin.log)
+    for changed in (
+        {**system, "options": {"top_k": 4}},
+        {**system, "version": "2"},
+        {**system, "cache": False},
+    ):
+        _run(reg, _config(reg, world, changed))
+        assert len(plugin.log) == asked + 6, changed
+        asked = len(plugin.log)
+    _run(reg, _config(reg, world, system, cache={"dir": str(world / "cache"), "mode": "refresh"}))
+    assert len(plugin.log) == asked + 6
+
+
+def test_an_unknown_option_names_the_allowed_ones(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    reg, _ = plugged
+    with pytest.raises(ConfigError) as info:
+        _config(reg, world, {"kind": "counting", "options": {"top_kk": 3}})
+    assert str(info.value) == (
+        "system.options.top_kk: unknown option of system 'counting'; its options: "
+        'top_k (int, default 2), style (str, default "short"); '
+        "did you mean 'system.options.top_k'?"
+    )
+    with pytest.raises(ConfigError) as info:
+        _config(reg, world, {"kind": "countin"})
+    assert str(info.value).startswith("system.kind: 'countin' is not one of: answers, counting")
+
+
+@pytest.mark.parametrize(
+    ("system", "message"),
+    [
+        ({"kind": "python"}, "system.target: system=python needs it"),
+        ({"kind": "http"}, "system.url: system=http needs it"),
+        ({"kind": "answers"}, "system.path: system=answers needs it"),
+        ({"kind": "http", "url": "u", "api_key_env": "sk-abc123"}, "the NAME of an environment"),
+    ],
+)
+def test_what_each_built_in_system_needs(
+    plugged: tuple[Registry, SystemsPlugin], world: Path, system: dict[str, Any], message: str
+) -> None:
+    reg, _ = plugged
+    with pytest.raises(ConfigError) as info:
+        _config(reg, world, system)
+    assert message in str(info.value)
+    assert "sk-abc123" not in str(info.value)
