@@ -31,7 +31,8 @@ PUBLIC = {
     "Backend", "BackendSpec", "Completion", "Message", "Endpoint", "CallCache", "Retriever",
     "RetrieverSpec", "EndpointFactory", "Chunk",
     # the system under test
-    "System", "SystemAnswer", "Case", "Dataset", "SystemConfig", "SystemContext", "SystemFailed", "SystemSpec",
+    "System", "SystemAnswer", "SystemConfig", "SystemContext", "SystemFailed", "SystemSpec",
+    "Case", "Dataset",
     "__version__",
 }  # fmt: skip
 
