@@ -21,7 +21,6 @@ from ragexp.plugins.manager import PluginInfo, Registry, load_plugins, register_
 from ragexp.results import CaseResult
 from ragexp.run.pipeline import run_experiment
 from tests.config.test_schema import valid_raw
-from tests.systems.world import make_world
 
 
 class Counting:
@@ -63,12 +62,6 @@ class SystemsPlugin:
                 Options=Counting.Options,
             )
         )
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return make_world(tmp_path)
 
 
 @pytest.fixture

@@ -5,11 +5,16 @@ pipeline against the team's over the same cases."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from ragexp.errors import ConfigError
+from ragexp.plugins.manager import load_plugins
+from ragexp.results import CaseResult
 from tests.cli_run import OllamaRun
+from tests.systems.test_interface import _config, _run
 from tests.systems.world import dataset_args, make_world
 
 
@@ -79,3 +84,104 @@ def test_an_unknown_option_of_a_typed_system_is_one_line_and_exit_2(ollama: Olla
         "ragexp: error: system.options.top_kk: unknown option of system 'answers'; "
         "its options: none"
     )
+
+
+EDITED = """
+ASKED = []
+
+
+class Rag:
+    BUILT = 0
+
+    def __init__(self):
+        Rag.BUILT += 1
+
+    def __call__(self, question, case_id):
+        ASKED.append(case_id)
+        return {"answer": "an answer", "contexts": [{"text": "t", "doc_id": "fees.md"}]}
+"""
+ENGINE = """
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Node:
+    text: str
+    metadata: dict
+
+
+@dataclass
+class NodeWithScore:
+    node: Node
+    score: float
+
+
+@dataclass
+class Response:
+    response: str
+    source_nodes: list = field(default_factory=list)
+
+
+class QueryEngine:  # a LlamaIndex query engine's shape: query(str) -> Response
+    def query(self, question):
+        first = "shuttle.md" if "shuttle" in question else "fees.md"
+        return Response("from the engine", [NodeWithScore(Node("t", {"file_name": first}), 0.5)])
+
+
+engine = QueryEngine()
+"""
+
+
+def _in_process(world: Path, system: dict[str, object]) -> list[CaseResult]:
+    reg = load_plugins([])
+    return _run(reg, _config(reg, world, system))
+
+
+def test_a_class_is_built_once_per_run_and_an_edit_of_its_module_asks_again(
+    world: Path,
+) -> None:
+    (world / "edited_rag.py").write_text(EDITED)
+    system = {"kind": "python", "target": "edited_rag:Rag"}
+    cases = _in_process(world, system)
+    module = sys.modules["edited_rag"]
+    assert (module.Rag.BUILT, sorted(module.ASKED)) == (1, ["c1", "c2", "c3", "c4", "c5", "c6"])
+    assert cases[0].generation is not None and cases[0].generation.model == "python"
+    _in_process(world, system)
+    assert (module.Rag.BUILT, len(module.ASKED)) == (2, 6)  # answers from the cache
+    (world / "edited_rag.py").write_text(EDITED + "\n# the team changed its prompt\n")
+    _in_process(world, system)
+    assert len(module.ASKED) == 12
+
+
+def test_a_llamaindex_shaped_query_engine_and_an_async_function(world: Path) -> None:
+    (world / "li_engine.py").write_text(ENGINE)
+    cases = {
+        c.case_id: c for c in _in_process(world, {"kind": "python", "target": "li_engine:engine"})
+    }
+    assert cases["c5"].answer == "from the engine"
+    assert [c.doc_id for c in cases["c5"].retrieved] == ["shuttle.md"]
+    assert cases["c3"].metrics["hit_rate"].score == 0.0  # fees.md is not pets.md
+    system = {"kind": "python", "target": "my_rag:async_answer", "options": {"top_k": 3}}
+    assert all(c.metrics["hit_rate"].score == 1.0 for c in _in_process(world, system))
+
+
+def test_a_callable_that_raises_is_an_error_of_its_case(world: Path) -> None:
+    cases = _in_process(world, {"kind": "python", "target": "my_rag:broken"})
+    assert {c.error for c in cases} == {
+        "my_rag:broken raised RuntimeError: the vector store is locked"
+    }
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("my_rag", "system.target: 'my_rag' is not module:attr"),
+        ("no_such_module:f", "system.target: cannot import 'no_such_module' (ModuleNotFoundError"),
+        ("my_rag:nothing", "system.target: module 'my_rag' has no 'nothing'"),
+        ("my_rag:CALLS", "system.target: my_rag:CALLS is a dict, not a function"),
+    ],
+)
+def test_a_bad_target_is_one_line(world: Path, target: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _in_process(world, {"kind": "python", "target": target})
+    assert str(info.value).startswith(message)
