@@ -122,3 +122,15 @@ def test_faults_of_the_service_are_errors_of_their_cases(tmp_path: Path) -> None
     assert "without 'answer'" in cases["noanswer"]["error"]
     assert "the answer went elsewhere" in cases["noanswer"]["error"]  # the server's words
     assert cases["noanswer"]["error_kind"] == "SystemFailed"
+
+
+def test_a_body_template_is_filled_with_values_of_any_type() -> None:
+    from ragexp.systems.http import fill
+
+    values = {"question": "Q?", "case_id": "c1", "options": {"top_k": 3}}
+    template = {"query": "{question}", "meta": ["{case_id}", "id={case_id}"], "opts": "{options}"}
+    assert fill(template, values) == {
+        "query": "Q?",
+        "meta": ["c1", "id=c1"],
+        "opts": {"top_k": 3},
+    }
