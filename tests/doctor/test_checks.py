@@ -70,6 +70,16 @@ def test_unreachable_ollama_is_a_problem_with_its_fix(tmp_path: Path) -> None:
     assert checks["python"]["ok"] and checks["mlflow"]["ok"]
 
 
+def test_another_system_than_ragexps_own_has_no_generator_to_check(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = run_ragexp(
+        "doctor", "--json", "llm=ollama", "system=http", "system.url=http://127.0.0.1:9/ask",
+        cwd=tmp_path, env={"OLLAMA_HOST": url},
+    )  # fmt: skip
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert "generator" not in checks and checks["judge"]["ok"] is False
+
+
 def test_missing_model_says_ollama_pull_and_text_lists_problems(tmp_path: Path) -> None:
     with FakeOllama(models=["llama3.2:3b"]) as server:
         result = run_ragexp(

@@ -169,3 +169,15 @@ def test_what_each_built_in_system_needs(
         _config(reg, world, system)
     assert message in str(info.value)
     assert "sk-abc123" not in str(info.value)
+
+
+def test_another_system_is_self_judged_when_its_model_is_the_judges(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    reg, _ = plugged
+    judge = valid_raw()["judge"]["model"]
+    same = _config(reg, world, {"kind": "counting", "model": judge})
+    other = _config(reg, world, {"kind": "counting", "model": "gpt-x"})
+    unnamed = _config(reg, world, {"kind": "counting"})
+    backends = {"system": "system:counting", "judge": "ollama"}
+    assert [c.is_self_judge(backends) for c in (same, other, unnamed)] == [True, False, False]

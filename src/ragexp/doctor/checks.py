@@ -186,8 +186,10 @@ async def _backend_check(role: str, config: LLMConfig) -> Check:
 
 
 async def _llm_checks(config: RunConfig) -> list[Check]:
-    roles: dict[str, LLMConfig] = {"generator": config.generator, "judge": config.judge}
-    if config.retriever.kind == "dense":
+    roles: dict[str, LLMConfig] = {"judge": config.judge}
+    if config.system.kind == "ragexp":  # another system brings its own generator and retriever
+        roles = {"generator": config.generator, **roles}
+    if config.system.kind == "ragexp" and config.retriever.kind == "dense":
         roles["retriever.embedder"] = config.retriever.embedder
     checks: list[Check] = []
     specs = list(registry().backends.values())
