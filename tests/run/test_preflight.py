@@ -168,3 +168,19 @@ def test_a_single_run_checks_its_servers_only_once(
         assert server.requests_to("/api/chat")
         assert preflight_before_first_chat(server.requests) == 1
         assert preflights(server.requests) == 1
+
+
+def test_another_systems_jobs_bring_no_generator_or_embedder_to_check() -> None:
+    from ragexp.config import validate_config
+    from ragexp.plugins.manager import load_plugins
+    from ragexp.run.preflight import servers
+    from tests.config.test_schema import valid_raw
+
+    reg = load_plugins([])
+    raw = {**valid_raw(), "system": {"kind": "http", "url": "http://127.0.0.1:9/ask"}}
+    raw["generator"] = {**raw["generator"], "base_url": "http://127.0.0.1:1"}
+    raw["judge"] = {**raw["judge"], "base_url": "http://127.0.0.1:2"}
+    raw["retriever"] = {**raw["retriever"], "kind": "dense"}
+    checked = servers([validate_config(raw, reg.known())], list(reg.backends.values()))
+    assert list(checked) == [("ollama", "http://127.0.0.1:2")]
+    assert [path for path, _ in checked[("ollama", "http://127.0.0.1:2")].values()] == ["judge"]
