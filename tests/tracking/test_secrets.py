@@ -36,3 +36,13 @@ def test_the_named_keys_value_is_masked_in_every_mlflow_param(tmp_path: Path) ->
     assert params["prompt.system"] == "Answer from the context only; key *** is not for you."
     assert [k for k, v in params.items() if SECRET in v] == []
     assert [k for k in params if SECRET in k] == []
+
+
+def test_a_systems_secret_headers_are_masked_in_params() -> None:
+    from ragexp.tracking.run import flatten
+
+    headers = {"Authorization": "Bearer abc", "X-API-Key": "k-123", "X-Team": "search"}
+    flat = flatten({"system": {"headers": headers, "api_key_env": "SVC_KEY"}})
+    assert flat["system.headers.Authorization"] == flat["system.headers.X-API-Key"] == "***"
+    assert flat["system.headers.X-Team"] == "search"
+    assert flat["system.api_key_env"] == "SVC_KEY"  # the variable's name, not its value

@@ -19,10 +19,11 @@ if TYPE_CHECKING:  # the tracking process imports this module, and none of ragex
 
 SECRET_KEYS = frozenset(
     {"api_key", "apikey", "token", "access_token", "auth_token", "secret", "password",
-     "authorization"}
+     "authorization", "x-api-key", "api-key"}
 )  # fmt: skip
 """Keys whose values are secrets, matched exactly (case-insensitive): never by substring, so
-`max_tokens` stays readable."""
+`max_tokens` stays readable. (``system.headers.Authorization`` and ``system.headers.X-API-Key``
+are among them.)"""
 REDACTED = "***"
 TABLE_FILE = "cases_table.json"
 TABLE_DECIMALS = 10
