@@ -1,6 +1,6 @@
-"""The run's configuration: the pydantic schema (`schema`, with the LLM endpoints in `llm`),
-metric options (`options`), one-line validation errors (`validate`) and the Hydra glue that
-composes it (`hydra`)."""
+"""The run's configuration: the pydantic schema (`schema`, with the LLM endpoints in `llm` and
+the system under test in `system`), metric options (`options`), one-line validation errors
+(`validate`) and the Hydra glue that composes it (`hydra`)."""
 
 from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig
 from ragexp.config.schema import (
@@ -13,10 +13,10 @@ from ragexp.config.schema import (
     RetrieverConfig,
     RunConfig,
     RunOptions,
-    SystemConfig,
     TrackingConfig,
     primary_metric,
 )
+from ragexp.config.system import SystemConfig
 from ragexp.config.validate import validate_config
 
 __all__ = [

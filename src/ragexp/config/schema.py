@@ -12,19 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
-from ragexp.config.llm import (
-    ENV_NAME_RE,
-    KEY_GIVEN,
-    EmbedderConfig,
-    JudgeConfig,
-    LLMConfig,
-    StrictModel,
-    check_known,
-    looks_like_key,
-)
+from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig, StrictModel, check_known
 from ragexp.config.options import check_options, dump_options
+from ragexp.config.system import SystemConfig
 from ragexp.errors import ConfigError
 
 
@@ -244,95 +235,6 @@ class RunOptions(StrictModel):
     max_consecutive_failures: int = Field(5, ge=1)
     """This many cases in a row that cannot reach their server stop the run (the server is
     gone); finished cases are kept."""
-
-
-SYSTEM_NEEDS = {"python": "target", "http": "url", "answers": "path"}
-"""What each built-in system cannot do without: ``system=python`` needs ``system.target``..."""
-SYSTEM_EXAMPLES = {
-    "target": "system.target=mypkg.rag:answer",
-    "url": "system.url=http://127.0.0.1:8000/ask",
-    "path": "system.path=answers.jsonl",
-}
-
-
-class SystemConfig(StrictModel):
-    """The system under test (``system=...``): ragexp's own retrieve -> generate pipeline
-    (``ragexp``, the default), a Python callable, an HTTP service, a file of answers, or a
-    plugin's. See docs/systems.md."""
-
-    kind: str = "ragexp"
-    target: str | None = None
-    """``python``: ``module:attr``, a function, a class (built once per run) or an object."""
-    url: str | None = None
-    """``http``: where each case is POSTed."""
-    path: Path | None = None
-    """``answers``: a JSONL file of ``case_id``, ``answer``, ``contexts``."""
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Passed to the system with every case (``python``: keyword arguments; ``http``: the
-    body's ``options``); each is a key like any other: ``-m system.options.top_k=3,5``."""
-    answer_field: str = "answer"
-    """``http``: the dotted path of the answer in the reply."""
-    contexts_field: str = "contexts"
-    """``http``: the dotted path of the contexts in the reply."""
-    body: dict[str, Any] | None = None
-    """``http``: the request body; strings ``{question}``, ``{case_id}``, ``{options}`` are
-    filled in (default ``{"question", "case_id", "options"}``)."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    api_key_env: str | None = None
-    """The NAME of the variable holding the service's key (sent as ``Authorization: Bearer``);
-    its value never reaches logs, MLflow or reports."""
-    timeout_s: float = Field(60.0, gt=0)
-    concurrency: int = Field(4, ge=1)
-    model: str | None = None
-    """The model behind the system, when known: for the self-judge check."""
-    version: str | None = None
-    """Anything else that changes the system's answers: change it to ask the system again."""
-    cache: bool = True
-    """``false``: ask the system on every run (its answers are not cached)."""
-
-    @field_validator("kind")
-    @classmethod
-    def _kind_known(cls, value: str, info: ValidationInfo) -> str:
-        return check_known(value, "systems", info)
-
-    @field_validator("api_key_env", mode="before")
-    @classmethod
-    def _a_variable_name(cls, value: Any) -> Any:
-        """The name of a variable, never the key (as ``generator.api_key_env``); the error never
-        shows the value."""
-        if value is None or value == "":
-            return None
-        if isinstance(value, str) and ENV_NAME_RE.fullmatch(value) and not looks_like_key(value):
-            return value
-        raise PydanticCustomError(
-            KEY_GIVEN,
-            "the NAME of an environment variable that holds the key (letters, digits and _), "
-            "never the key itself",
-        )
-
-    @model_validator(mode="after")
-    def _has_what_it_needs(self) -> SystemConfig:
-        needed = SYSTEM_NEEDS.get(self.kind)
-        if needed is not None and getattr(self, needed) is None:
-            raise ValueError(
-                f"system.{needed}: system={self.kind} needs it, e.g. {SYSTEM_EXAMPLES[needed]}"
-            )
-        return self
-
-    @field_validator("options")
-    @classmethod
-    def _options_checked(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        known: Known | None = (info.context or {}).get("known")
-        kind = info.data.get("kind")
-        if known is None or kind is None:
-            return value
-        model = known.system_options.get(kind)
-        if model is None:
-            return value
-        try:
-            return dump_options(check_options(kind, model, value, prefix="system.options"))
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
 
 
 class RunConfig(StrictModel):

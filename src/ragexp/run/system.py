@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragexp.config.options import dump_options
-from ragexp.config.schema import SystemConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case
 from ragexp.llm.cache import CallCache
 from ragexp.llm.interface import Completion

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ragexp.config.schema import SystemConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import DatasetError, RagexpWarning, SystemFailed
 from ragexp.systems.interface import SystemAnswer, SystemContext

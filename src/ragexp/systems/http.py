@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ragexp.config.schema import SystemConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case
 from ragexp.errors import ConfigError, SystemFailed
 from ragexp.llm.http import JSONClient

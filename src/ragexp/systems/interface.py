@@ -12,7 +12,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from ragexp.config.schema import RunConfig, SystemConfig
+from ragexp.config.schema import RunConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case, Dataset
 from ragexp.llm.endpoint import Endpoint
 from ragexp.results.case import LLMCall, RetrievedChunk

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragexp.config.schema import SystemConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case
 from ragexp.errors import ConfigError, RagexpError, SystemFailed, first_line
 from ragexp.systems.interface import SystemAnswer, SystemContext

@@ -10,7 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ragexp.config.schema import RunConfig, SystemConfig
+from ragexp.config.schema import RunConfig
+from ragexp.config.system import SystemConfig
 from ragexp.data.chunking import chunk_text
 from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import RagexpError

@@ -3,7 +3,7 @@ default), ``python`` (a callable), ``http`` (a service) and ``answers`` (a file)
 
 from __future__ import annotations
 
-from ragexp.config.schema import SystemConfig
+from ragexp.config.system import SystemConfig
 from ragexp.hookspecs import hookimpl
 from ragexp.systems.interface import NoOptions, RegisterSystem, System, SystemContext, SystemSpec
 
