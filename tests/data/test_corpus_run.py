@@ -22,7 +22,7 @@ CASES = [
     {"id": "fees", "question": "How much is the vehicle pass?", "relevant_docs": ["fees.md"]},
     {"id": "dogs", "question": "Can my dog come on a leash?", "relevant_docs": ["web/pets.html"]},
     {"id": "elk", "question": "How far from elk and bears?", "relevant_docs": ["guide.pdf"]},
-    {"id": "bus", "question": "How often does the shuttle bus run?", "relevant_docs": ["guide.pdf"]},
+    {"id": "bus", "question": "How often does the shuttle run?", "relevant_docs": ["guide.pdf"]},
     # its relevant document is the fees page, but the question is the pets page's: a miss
     {"id": "wrong", "question": "Are dogs allowed on backcountry trails?",
      "relevant_docs": ["fees.md"]},
@@ -55,7 +55,9 @@ def test_a_run_over_markdown_html_and_pdf_scores_retrieval_by_the_files_ids(
     run = ollama.cwd / "run"
     lines = (run / "cases.jsonl").read_text(encoding="utf-8").splitlines()
     found = {c["case_id"]: c for c in map(json.loads, lines)}
-    retrieved = {cid: [(r["doc_id"], r["chunk_id"]) for r in c["retrieved"]] for cid, c in found.items()}
+    retrieved = {
+        cid: [(r["doc_id"], r["chunk_id"]) for r in c["retrieved"]] for cid, c in found.items()
+    }
     assert retrieved == {
         "fees": [("fees.md", "fees.md#0")],
         "dogs": [("web/pets.html", "web/pets.html#0")],

@@ -68,7 +68,7 @@ def test_an_html_page_in_another_encoding_is_read_as_it_says(tmp_path: Path) -> 
         "</main></body></html>"
     )
     text = read_document(write(tmp_path / "cafe.htm", page.encode("latin-1")))
-    assert text == "Le caf\u00e9 ouvre \u00e0 huit heures, la cr\u00e8me br\u00fbl\u00e9e est servie jusqu'\u00e0 midi."
+    assert text == page.split("<p>")[1].split("</p>")[0]
 
 
 def test_an_html_page_with_no_text_is_skipped_as_empty(tmp_path: Path) -> None:
@@ -97,9 +97,7 @@ def test_a_pdf_without_text_is_skipped_naming_its_pages(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "data", [b"%PDF-1.4 not really", pdf_bytes(["cut short"])[:150], b""], ids=str
 )
-def test_a_damaged_pdf_is_skipped_saying_pypdf_cannot_read_it(
-    tmp_path: Path, data: bytes
-) -> None:
+def test_a_damaged_pdf_is_skipped_saying_pypdf_cannot_read_it(tmp_path: Path, data: bytes) -> None:
     skipped = read_document(write(tmp_path / "broken.pdf", data))
     assert isinstance(skipped, Skipped) and skipped.kind == "pdf"
     assert skipped.reason.startswith("not a PDF pypdf can read: ")

@@ -101,7 +101,9 @@ def _pdf_text(data: bytes) -> str | Skipped:
         pages = [_newlines(page.extract_text() or "").strip("\n") for page in reader.pages]
     except Exception as exc:  # a damaged file can raise anything in pypdf: it is skipped
         said = str(exc).strip().splitlines()
-        return Skipped("pdf", f"not a PDF pypdf can read: {said[0] if said else type(exc).__name__}")
+        return Skipped(
+            "pdf", f"not a PDF pypdf can read: {said[0] if said else type(exc).__name__}"
+        )
     if not any(page.strip() for page in pages):
         n = len(pages)
         return Skipped("empty", f"no text on its {n} page{'s' * (n != 1)}: a scan? OCR it first")
