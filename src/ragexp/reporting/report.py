@@ -93,7 +93,7 @@ def _banners(summary: Summary, failed: str | None) -> list[str]:
     lines = []
     if failed:
         lines += [
-            f"> **Failed:** {failed}. The scores below cover only the cases that were scored; "
+            f"> **Failed:** {text(failed)}. The scores below cover only the cases that were scored; "
             "fix the cause and run the same command again: finished calls come from the cache.",
             "",
         ]
@@ -136,7 +136,7 @@ def _scores(summary: Summary) -> list[str]:
         ]
     failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
     if failing:
-        lines += [""] + [f"- {metric_failure_line(name, m)}" for name, m in failing]
+        lines += [""] + [f"- {text(metric_failure_line(name, m))}" for name, m in failing]
     for m in summary.metrics.values():
         if m.reading:
             lines += ["", m.reading]

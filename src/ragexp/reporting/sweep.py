@@ -88,7 +88,7 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
     lines.append("| " + " | ".join(rows[0]) + " |")
     lines.append("|" + " --- |" * len(rows[0]))
     lines += [_markdown_row(r, len(summary.swept)) for r in rows[1:]]
-    lines += ["", *_notes(summary)]
+    lines += ["", *map(text, _notes(summary))]  # they name jobs by their swept values
     if plot:
         lines += ["", f"![{summary.primary} by setting]({PLOT_FILE})"]
     if cost_plot:
@@ -188,7 +188,7 @@ def render_note(summary: SweepSummary, title: str) -> str:
         lines.append(
             f"- {rank} **{text(row.job.label)}**: {values}{delta}: **{row.verdict}**{flag}"
         )
-    lines += ["", *_notes(summary), ""]
+    lines += ["", *map(text, _notes(summary)), ""]
     lines += _method(summary)
     lines += [
         "",
