@@ -93,8 +93,9 @@ def _banners(summary: Summary, failed: str | None) -> list[str]:
     lines = []
     if failed:
         lines += [
-            f"> **Failed:** {text(failed)}. The scores below cover only the cases that were scored; "
-            "fix the cause and run the same command again: finished calls come from the cache.",
+            f"> **Failed:** {text(failed)}. The scores below cover only the cases that were "
+            "scored; fix the cause and run the same command again: finished calls come from the "
+            "cache.",
             "",
         ]
     if summary.status == "interrupted":
