@@ -83,7 +83,7 @@ def _html_text(data: bytes) -> str:
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
-    html = bytes_to_str(data, detect_encoding(data))
+    html = bytes_to_str(data, detect_encoding(data) or "utf-8")
     return _newlines(extract_plain_text(html, main_content=True, preserve_formatting=True))
 
 
