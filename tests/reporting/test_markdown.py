@@ -182,3 +182,25 @@ def test_a_sweep_summary_over_hostile_swept_values_keeps_its_table_and_lists() -
     items = [tokens[i + 2].content for i, t in enumerate(tokens) if t.type == "list_item_open"]
     jobs_listed = [item for item in items if item.startswith("`") and ": " in item]
     assert len(jobs_listed) >= 3 + 1  # every job in "Jobs", the failed one in "did not finish"
+
+
+def test_ragexp_compare_in_markdown_lists_hostile_case_ids_as_text() -> None:
+    from ragexp.reporting.compare import render
+    from ragexp.stats.paired import CaseDiff, MetricComparison
+
+    differing = tuple(
+        CaseDiff(case_id=value, label_a="<b>YES</b>", label_b="NO", score_a=1.0, score_b=0.0)
+        for value in HOSTILE
+    )
+    comparison = MetricComparison(
+        metric="faithfulness", n_paired=12, only_a=0, only_b=0, mean_a=1.0, mean_b=0.0,
+        delta=-1.0, ci_low=-1.0, ci_high=-1.0, p_value=0.001, differing=differing,
+    )  # fmt: skip
+    markdown = render("runs/<a>", "runs/`b`", [comparison], markdown=True)
+    tokens = parse(markdown)
+    assert not [t for t in flat(tokens) if t.type.startswith("html")]
+    assert len(table_rows(markdown)) == 1
+    items = [t for t in tokens if t.type == "list_item_open"]
+    assert len(items) == 2 + len(HOSTILE)  # A, B, then one per case that differs
+    terminal = render("runs/<a>", "runs/b", [comparison], markdown=False)
+    assert "A = runs/<a>" in terminal and "<b>YES</b>" in terminal  # the terminal shows it as is
