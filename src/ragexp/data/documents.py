@@ -98,7 +98,7 @@ def _pdf_text(data: bytes) -> str | Skipped:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             return Skipped("pdf", "encrypted with a password")
-        pages = [_newlines(page.extract_text() or "").strip("\n") for page in reader.pages]
+        pages = [_page_text(page.extract_text()) for page in reader.pages]
     except Exception as exc:  # a damaged file can raise anything in pypdf: it is skipped
         said = str(exc).strip().splitlines()
         return Skipped(
@@ -108,3 +108,8 @@ def _pdf_text(data: bytes) -> str | Skipped:
         n = len(pages)
         return Skipped("empty", f"no text on its {n} page{'s' * (n != 1)}: a scan? OCR it first")
     return PAGE_BREAK.join(pages)
+
+
+def _page_text(extracted: str | None) -> str:
+    """A page's text, a form feed inside it made a newline so pages are counted right."""
+    return _newlines(extracted or "").replace(PAGE_BREAK, "\n").strip("\n")
