@@ -75,3 +75,19 @@ def test_whitespace_inside_a_chunk_is_kept() -> None:
 def test_overlap_not_below_size_is_an_error(size: int, overlap: int) -> None:
     with pytest.raises(ValueError, match="overlap must be smaller than size"):
         chunk_text("d", words(20), size=size, overlap=overlap)
+
+
+def test_a_document_with_pages_is_chunked_page_by_page_its_ids_naming_the_page() -> None:
+    text = f"{words(5)}\f\f{words(12)}"  # page 2 is empty (a scanned page, say)
+    chunks = chunk_text("manual.pdf", text, size=8, overlap=2)
+    assert [c.chunk_id for c in chunks] == ["manual.pdf#p1-0", "manual.pdf#p3-0", "manual.pdf#p3-1"]
+    assert [c.text for c in chunks] == [words(5), "w0 w1 w2 w3 w4 w5 w6 w7", "w6 w7 w8 w9 w10 w11"]
+    assert all(c.doc_id == "manual.pdf" for c in chunks)
+
+
+def test_a_window_never_spans_two_pages() -> None:
+    chunks = chunk_text("two.pdf", "end of page one\fstart of page two", size=50, overlap=5)
+    assert [(c.chunk_id, c.text) for c in chunks] == [
+        ("two.pdf#p1-0", "end of page one"),
+        ("two.pdf#p2-0", "start of page two"),
+    ]

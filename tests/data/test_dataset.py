@@ -248,7 +248,7 @@ def make_corpus(root: Path) -> Path:
     (root / "guides" / "hiking" / "d.txt").write_text("Delta.\n", encoding="utf-8")
     (root / "notes.rst").write_text("ignored", encoding="utf-8")
     (root / "data.json").write_text("{}", encoding="utf-8")
-    (root / "guides" / "e.pdf").write_bytes(b"%PDF-1.4 ignored")
+    (root / "guides" / "e.docx").write_bytes(b"PK\x03\x04 ignored")
     (root / "guides" / "hiking" / "README").write_text("ignored", encoding="utf-8")
     return root
 
@@ -266,7 +266,7 @@ def test_load_corpus_ids_are_relative_posix_paths(tmp_path: Path) -> None:
 def test_empty_folder_is_an_error(tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
-    with pytest.raises(DatasetError, match=r"no \.md or \.txt documents") as info:
+    with pytest.raises(DatasetError, match=r"no \.md, \.txt, \.html or \.pdf documents") as info:
         load_corpus(folder)
     assert str(folder) in str(info.value)
 
@@ -274,10 +274,22 @@ def test_empty_folder_is_an_error(tmp_path: Path) -> None:
 def test_folder_with_only_other_files_is_an_error(tmp_path: Path) -> None:
     folder = tmp_path / "other"
     folder.mkdir()
-    (folder / "x.pdf").write_bytes(b"%PDF")
-    (folder / "blank.md").write_text("  \n\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"no \.md or \.txt documents"):
+    (folder / "x.docx").write_bytes(b"PK\x03\x04")
+    (folder / "notes.rst").write_text("Notes.\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"no \.md, \.txt, \.html or \.pdf documents"):
         load_corpus(folder)
+
+
+def test_a_folder_of_blank_documents_names_them(tmp_path: Path) -> None:
+    folder = tmp_path / "blank"
+    folder.mkdir()
+    (folder / "blank.md").write_text("  \n\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_corpus(folder)
+    assert str(info.value) == (
+        f"{folder}: no document left: skipped 1 file that yields no text: blank.md (blank); "
+        "point dataset.corpus at documents with text"
+    )
 
 
 LATIN1 = "Caf\u00e9 cr\u00e8me".encode("latin-1")
@@ -337,8 +349,11 @@ def test_no_document_left_is_an_error_naming_the_files(tmp_path: Path, content: 
     message = str(info.value)
     assert "\n" not in message and info.value.exit_code == 2
     reason = "byte 0xe9 at offset 3" if content == LATIN1 else "binary"
-    assert message.startswith(f"{folder}: no document left: only.md ({reason}) cannot be")
-    assert "cannot be read as UTF-8 text; re-save as UTF-8" in message
+    assert message == (
+        f"{folder}: no document left: skipped 1 file that cannot be read as UTF-8 text: "
+        f"only.md ({reason}) and 1 file that yields no text: blank.md (blank); "
+        "re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)"
+    )
 
 
 def test_document_newlines_are_normalised_as_before(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from ragexp.labels.terminal import printable
 from tests.cli_run import serve_ollama
 
 N = 3  # answers drawn: 3 answers x 2 metrics = 6 labels to give
@@ -283,3 +284,24 @@ def test_without_a_terminal_it_is_one_line_exit_2(run_dir: Path, tmp_path: Path)
     assert lines[0].startswith("ragexp: error: ") and "terminal" in lines[0]
     assert "ragexp label export" in lines[0]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("\x1b[2Jcleared", "\\x1b[2Jcleared"),  # an escape sequence: clear the screen
+        ("\x1b]52;c;aGk=\x07", "\\x1b]52;c;aGk=\\x07"),  # OSC 52: write the clipboard
+        ("abc\x08\x08\x08xyz", "abc\\x08\\x08\\x08xyz"),  # backspaces over the text
+        ("\x9b31m", "\\x9b31m"),  # the one-byte CSI
+        ("safe \u202eevil\u202c", "safe \\u202eevil\\u202c"),  # right-to-left override
+        (
+            "caf\u00e9 \U0001f44d\u200d and tabs\tnewlines\n",
+            "caf\u00e9 \U0001f44d\u200d and tabs\tnewlines\n",
+        ),
+    ],
+    ids=repr,
+)
+def test_the_terminal_labeller_shows_control_characters_as_their_code(
+    text: str, shown: str
+) -> None:
+    assert printable(text) == shown

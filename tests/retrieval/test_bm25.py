@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from ragexp.data.chunking import Chunk, chunk_text
 from ragexp.data.dataset import load_cases, load_corpus
 from ragexp.results import RetrievedChunk
 from ragexp.retrieval.bm25 import BM25Retriever
+from tests.data.pdf import pdf_bytes
 
 TEXTS = {
     "fees.md": "A private vehicle pass costs 35 dollars and is valid for seven days.",
@@ -104,3 +106,31 @@ def test_hit_rate_on_the_demo() -> None:
     print(f"BM25 hit rate@5 on the demo: {rate:.2f} ({sum(hits)}/{len(hits)}); missed: {missed}")
     assert all(len(found) == 5 for found in results)
     assert rate >= 0.70
+
+
+def test_a_corpus_of_markdown_html_and_pdf_is_searched_by_its_files_ids(tmp_path: Path) -> None:
+    """The documents teams have, read from a folder (a PDF made by the test): each question
+    finds its own file, and a PDF's chunk names its page."""
+    folder = tmp_path / "corpus"
+    (folder / "web").mkdir(parents=True)
+    (folder / "fees.md").write_text(f"# Fees\n\n{TEXTS['fees.md']}\n", encoding="utf-8")
+    (folder / "web" / "pets.html").write_text(
+        "<html><body><nav><a href='/'>Home</a> <a href='/camping'>Camping and shuttle</a></nav>"
+        f"<main><h1>Pets</h1><p>{TEXTS['pets.md']}</p></main>"
+        "<footer>Park service footer about the shuttle and camping</footer></body></html>",
+        encoding="utf-8",
+    )
+    pages = [TEXTS["camping.md"], TEXTS["wildlife.md"], TEXTS["shuttle.md"]]
+    (folder / "guide.pdf").write_bytes(pdf_bytes(pages))
+    documents = load_corpus(folder)
+    assert sorted(documents) == ["fees.md", "guide.pdf", "web/pets.html"]
+    chunks = [c for doc, text in documents.items() for c in chunk_text(doc, text, 120, 20)]
+    questions = [
+        ("How much is the vehicle pass?", "fees.md", "fees.md#0"),
+        ("Can my dog come on a leash?", "web/pets.html", "web/pets.html#0"),
+        ("when do campground reservations open", "guide.pdf", "guide.pdf#p1-0"),
+        ("how far from elk and bears", "guide.pdf", "guide.pdf#p2-0"),
+        ("how often does the shuttle bus run", "guide.pdf", "guide.pdf#p3-0"),
+    ]
+    results = search(chunks, [(q, 1) for q, _, _ in questions])
+    assert [(r[0].doc_id, r[0].chunk_id) for r in results] == [(d, c) for _, d, c in questions]

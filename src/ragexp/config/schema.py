@@ -77,7 +77,8 @@ class PromptConfig(StrictModel):
 class DatasetConfig(StrictModel):
     name: str
     corpus: Path
-    """Folder of .md/.txt documents; a document's id is its path relative to this folder."""
+    """Folder of .md, .txt, .html/.htm and .pdf documents; a document's id is its path relative
+    to this folder (a PDF's chunks also name their page: ``manual.pdf#p3-0``)."""
     cases: Path
     """JSONL golden set: `id`, `question`, optional `reference`, optional `relevant_docs`."""
     limit: int | None = Field(None, ge=1)
@@ -88,7 +89,8 @@ class DatasetConfig(StrictModel):
     def _corpus_is_folder(cls, value: Path) -> Path:
         if not value.is_dir():
             raise ValueError(
-                f"folder '{value}' does not exist; point it at a folder of .md/.txt documents"
+                f"folder '{value}' does not exist; point it at a folder of .md, .txt, .html or "
+                ".pdf documents"
             )
         return value
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.config.schema import DatasetConfig
+from ragexp.data.documents import Skipped, is_document, read_document
 from ragexp.errors import DatasetError, RagexpWarning
 
-DOC_SUFFIXES = (".md", ".txt")
 NAMED_SKIPPED = 5
 """How many skipped files a warning names before it says "and N more"."""
 
@@ -63,56 +63,65 @@ def load_dataset(config: DatasetConfig, cluster_by: str = "auto") -> Dataset:
 
 
 def load_corpus(folder: Path) -> dict[str, str]:
-    """Every non-blank ``.md`` / ``.txt`` file under ``folder``, keyed by its relative path.
+    """Every document under ``folder`` that yields text, keyed by its relative path: ``.md`` and
+    ``.txt`` as written, an HTML page's main text, a PDF's pages (`ragexp.data.documents`).
 
-    A file that is not UTF-8 text (another encoding, or binary) is skipped with one warning that
-    names the skipped files; only a folder with no usable document left is an error.
+    A file that is not UTF-8 text, not a PDF pypdf can read, or that yields no text is skipped
+    with one warning that names the skipped files; only a folder with no document left is an
+    error.
     """
     documents: dict[str, str] = {}
-    skipped: list[str] = []
+    skipped: dict[str, list[str]] = {kind: [] for kind in SKIPPED}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.suffix.lower() in DOC_SUFFIXES:
+        if path.is_file() and is_document(path):
             doc_id = path.relative_to(folder).as_posix()
-            text, problem = _read_text(path)
-            if problem is not None:
-                skipped.append(f"{doc_id} ({problem})")
-            elif text.strip():
+            text = read_document(path)
+            if isinstance(text, Skipped):
+                skipped[text.kind].append(f"{doc_id} ({text.reason})")
+            else:
                 documents[doc_id] = text
+    clauses = [_skipped_clause(kind, names) for kind, names in skipped.items() if names]
+    n_utf8 = len(skipped["utf8"])
     if not documents:
-        if skipped:
-            raise DatasetError(
-                f"{folder}: no document left: {_files(skipped)} cannot be read as UTF-8 text; "
-                "re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)"
-            )
+        if clauses:
+            fix = ICONV if n_utf8 else "; point dataset.corpus at documents with text"
+            raise DatasetError(f"{folder}: no document left: skipped {' and '.join(clauses)}{fix}")
         raise DatasetError(
-            f"{folder}: no .md or .txt documents found; point dataset.corpus at your documents"
+            f"{folder}: no .md, .txt, .html or .pdf documents found; point dataset.corpus at a "
+            "folder of your documents"
         )
-    if skipped:
-        n = len(skipped)
-        files, them = ("file", "it") if n == 1 else ("files", "them")
+    if clauses:
+        fix = _utf8_fix(n_utf8, alone=len(clauses) == 1)
         warnings.warn(
-            f"{folder}: skipped {n} {files} that cannot be read as UTF-8 text: {_files(skipped)}; "
-            f"using the other {len(documents)}; re-save {them} as UTF-8 to include {them}",
+            f"{folder}: skipped {' and '.join(clauses)}; using the other {len(documents)}{fix}",
             RagexpWarning,
             stacklevel=2,
         )
     return documents
 
 
-def _read_text(path: Path) -> tuple[str, str | None]:
-    """The file's text with newlines made ``\\n`` (as ``read_text`` does), or why it cannot be a
-    document: ``binary``, the first byte that is not UTF-8, or the OS error."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return "", exc.strerror or type(exc).__name__
-    if b"\0" in data:  # UTF-16, images, archives: decodable perhaps, but not text to index
-        return "", "binary"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return "", f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
-    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+SKIPPED = {
+    "utf8": ("file that cannot be read as UTF-8 text", "files that cannot be read as UTF-8 text"),
+    "pdf": ("file that is not a PDF pypdf can read", "files that are not PDFs pypdf can read"),
+    "empty": ("file that yields no text", "files that yield no text"),
+}
+"""The kinds of skipped file, in the order the warning names them."""
+ICONV = "; re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)"
+
+
+def _skipped_clause(kind: str, names: list[str]) -> str:
+    """``2 files that yield no text: scan.pdf (...), blank.md (blank)``."""
+    one, many = SKIPPED[kind]
+    return f"{len(names)} {one if len(names) == 1 else many}: {_files(names)}"
+
+
+def _utf8_fix(n: int, *, alone: bool) -> str:
+    """What to do about the files that are not UTF-8 text (none: nothing to say)."""
+    if not n:
+        return ""
+    them = "it" if n == 1 else "them"
+    which = them if alone else f"the {'file' if n == 1 else 'files'} not in UTF-8"
+    return f"; re-save {which} as UTF-8 to include {them}"
 
 
 def _files(names: list[str]) -> str:

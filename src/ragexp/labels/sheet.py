@@ -1,18 +1,22 @@
 """The labelling sheet: the drawn answers as a CSV that opens in a spreadsheet (and the same rows
 as JSONL), one empty column per metric to fill in; and reading a filled sheet back as labels.
 
-The judge's verdicts are left out unless asked for (``--with-judge``): people label blind.
+The judge's verdicts are left out unless asked for (``--with-judge``): people label blind. Every
+CSV cell is written so a spreadsheet shows it as text, never runs it as a formula, and is read
+back as it was (`ragexp.labels.cells`); a label binds to its answer by ``answer_sha256``.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragexp.errors import ConfigError
+from ragexp.labels.cells import from_cell, to_cell
 from ragexp.labels.draw import Drawn
 from ragexp.results.labels import HumanLabel, Vocabularies, json_lines, parse_label
 
@@ -69,14 +73,14 @@ def sheet_rows(
 
 
 def write_sheet(path: Path, rows: Sequence[Mapping[str, str]]) -> tuple[Path, Path]:
-    """``path`` as CSV (UTF-8 with a byte-order mark, which spreadsheets read as UTF-8) and the
-    same rows as JSONL beside it; returns both paths."""
+    """``path`` as CSV (UTF-8 with a byte-order mark, which spreadsheets read as UTF-8; every
+    cell shown as text, `to_cell`) and the same rows as JSONL beside it; returns both paths."""
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0]) if rows else [*FIXED, *TRAILING]
     with path.open("w", encoding="utf-8-sig", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: to_cell(v) for k, v in row.items()} for row in rows)
     jsonl = path.with_suffix(".jsonl")
     jsonl.write_text(
         "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
@@ -122,7 +126,7 @@ def _check_columns(columns: Sequence[str], where: str, vocabularies: Vocabularie
 
 def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_bytes().decode("utf-8-sig")  # a cell's own CR stays a CR
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
     if path.suffix.lower() == ".jsonl":
@@ -132,11 +136,14 @@ def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[st
             _check_columns(list(row), where, vocabularies)
             yield where, row
         return
-    reader = csv.DictReader(text.splitlines(keepends=True))
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     if reader.fieldnames is None or "case_id" not in reader.fieldnames:
         raise ConfigError(
             f"{path}:1: no case_id column; give the sheet `ragexp label export` wrote"
         )
     _check_columns(list(reader.fieldnames), f"{path}:1", vocabularies)
     for row in reader:
-        yield f"{path}:{reader.line_num}", {k: v for k, v in row.items() if k is not None}
+        yield (
+            f"{path}:{reader.line_num}",
+            {k: from_cell(v) if isinstance(v, str) else v for k, v in row.items() if k is not None},
+        )

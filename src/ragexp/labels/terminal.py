@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import string
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,25 @@ from ragexp.stats.calibration import case_scores, labels_needed
 
 RESERVED = {"s": "skip", "u": "undo", "q": "quit"}
 SHOWN_CHUNK = 400
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Characters that reorder the text around them on screen (the "Trojan Source" trick)."""
+
+
+def printable(text: str) -> str:
+    """Text from outside as the terminal shows it: control characters (an escape sequence in a
+    planted document can clear the screen, rewrite a line or set the clipboard) and bidi
+    controls written as their code (``\\x1b``, ``\\u202e``); whitespace is left to the
+    wrapping, which makes it spaces."""
+    return "".join(_shown(ch) for ch in text)
+
+
+def _shown(ch: str) -> str:
+    hidden = ch in BIDI_CONTROLS or (
+        unicodedata.category(ch) == "Cc" and ch not in string.whitespace
+    )
+    if not hidden:
+        return ch
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 def keys_for(vocabulary: Mapping[str, float]) -> dict[str, str]:
@@ -168,7 +189,7 @@ def _show(
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> str:
-    return textwrap.fill(text, width=width, subsequent_indent=indent)
+    return textwrap.fill(printable(text), width=width, subsequent_indent=indent)
 
 
 def _more_needed(

@@ -3,6 +3,7 @@ a sweep's summary.md, the MLflow artifact) and as terminal lines."""
 
 from __future__ import annotations
 
+from ragexp.reporting.markdown import code
 from ragexp.reporting.wording import num, pct
 from ragexp.results.summary import JudgeCard, SettingLeniency
 from ragexp.stats.agreement import judge_of
@@ -122,7 +123,7 @@ def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
         lines += ["", "Leniency by setting:", "", "| setting | labels | leniency | 95% CI |"]
         lines.append("| --- | --- | --- | --- |")
         lines += [
-            f"| `{s.setting}` | {s.n} | {s.leniency:+.2f} | "
+            f"| {code(s.setting, cell=True)} | {s.n} | {s.leniency:+.2f} | "
             f"{_interval(s.ci_low, s.ci_high).strip(' ()').removeprefix('95% CI ') or 'n/a'} |"
             for s in card.by_setting
         ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ragexp.reporting.markdown import code, text
 from ragexp.reporting.wording import noise_line, num, too_few_cases
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import Cost
@@ -65,7 +66,7 @@ def render(
     power = power or {}
     level = int(CONFIDENCE * 100)
     title = (
-        ["# ragexp compare", "", f"- A: `{a}`", f"- B: `{b}`"]
+        ["# ragexp compare", "", f"- A: {code(a)}", f"- B: {code(b)}"]
         if markdown
         else [
             f"A = {a}",
@@ -100,8 +101,11 @@ def render(
             continue
         shown = c.differing if markdown else c.differing[:SHOWN_IN_TERMINAL]
         lines += ["", f"{'## ' if markdown else ''}{c.metric}: {len(c.differing)} cases differ"]
+        shown_as = text if markdown else str  # case ids and labels are text from outside
         lines += [
-            f"- {d.case_id}: A {d.label_a or d.score_a} → B {d.label_b or d.score_b}" for d in shown
+            f"- {shown_as(d.case_id)}: A {shown_as(str(d.label_a or d.score_a))} → "
+            f"B {shown_as(str(d.label_b or d.score_b))}"
+            for d in shown
         ]
         if len(shown) < len(c.differing):
             lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")

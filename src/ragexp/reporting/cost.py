@@ -3,6 +3,7 @@ Pareto front (`ragexp.stats.cost`) in a table and in words."""
 
 from __future__ import annotations
 
+from ragexp.reporting.markdown import code
 from ragexp.reporting.wording import num
 from ragexp.stats.ranking import Row, SweepSummary
 
@@ -33,7 +34,8 @@ def cost_section(summary: SweepSummary) -> list[str]:
         c = row.job.summary.cost if row.job.summary else None
         assert c is not None
         lines.append(
-            f"| `{row.job.label}` | {c.tokens_in:,} | {c.tokens_out:,} | {tokens_cell(row)} | "
+            f"| {code(row.job.label, cell=True)} | {c.tokens_in:,} | {c.tokens_out:,} | "
+            f"{tokens_cell(row)} | "
             f"{c.calls_made} | {c.calls_cached} | {num(c.latency_p50_s, digits=2)} | "
             f"{num(c.latency_p95_s, digits=2)} | {num(c.wall_s, digits=1)} | {front_cell(row)} |"
         )

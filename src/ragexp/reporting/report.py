@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_markdown
+from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
     clusters_cell,
     metric_failure_line,
@@ -18,6 +19,7 @@ from ragexp.results.case import CaseResult
 from ragexp.results.summary import Summary
 
 PREVIEW_CHARS = 160
+RAW_CHARS = 200
 
 
 def notes_for(config: RunConfig, backends: Mapping[str, str], self_judge: bool) -> list[str]:
@@ -47,7 +49,7 @@ def render_report(
     for note in notes_for(config, backends, self_judge):
         lines += [f"> {note}", ""]
     for warning in summary.warnings:
-        lines += [f"> **Warning:** {warning}", ""]
+        lines += [f"> **Warning:** {text(warning)}", ""]
     lines += _scores(summary)
     lines += judge_cards(summary)
     lines += _sources(summary)
@@ -84,19 +86,20 @@ def _settings(
 def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
     """The rows of the system under test (ragexp's generator, retriever and prompt, or the
     system's kind and where it is) and of the judge."""
-    judge = f"| judge | `{config.judge.model}` ({backends.get('judge', 'not used')}) |"
+    judge = f"| judge | {code(config.judge.model, cell=True)} ({backends.get('judge', 'not used')}) |"
     system = config.system
     if system.kind != "ragexp":
         where = system.target or system.url or system.path
         options = ", ".join(f"{k}={v}" for k, v in system.options.items())
         return [
-            f"| system | {system.kind}" + (f" `{where}`" if where else "")
-            + (f", model `{system.model}`" if system.model else "") + " |",
-            *([f"| system options | {options} |"] if options else []),
+            f"| system | {system.kind}" + (f" {code(where, cell=True)}" if where else "")
+            + (f", model {code(system.model, cell=True)}" if system.model else "") + " |",
+            *([f"| system options | {text(options, cell=True)} |"] if options else []),
             judge,
         ]  # fmt: skip
     return [
-        f"| generator | `{config.generator.model}` ({backends.get('generator', '?')}) |",
+        f"| generator | {code(config.generator.model, cell=True)} "
+        f"({backends.get('generator', '?')}) |",
         judge,
         f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
         f"chunks of {config.retriever.chunk_size} words |",
@@ -109,8 +112,9 @@ def _banners(summary: Summary, failed: str | None) -> list[str]:
     lines = []
     if failed:
         lines += [
-            f"> **Failed:** {failed}. The scores below cover only the cases that were scored; "
-            "fix the cause and run the same command again: finished calls come from the cache.",
+            f"> **Failed:** {text(failed)}. The scores below cover only the cases that were "
+            "scored; fix the cause and run the same command again: finished calls come from the "
+            "cache.",
             "",
         ]
     if summary.status == "interrupted":
@@ -135,7 +139,7 @@ def _scores(summary: Summary) -> list[str]:
     for name, m in summary.metrics.items():
         mean = f"{m.mean:.3f}" if m.mean is not None else "n/a"
         ci = f"{m.ci_low:.3f} – {m.ci_high:.3f}" if m.ci_low is not None else "n/a"
-        labels = ", ".join(f"{k}: {v}" for k, v in m.label_counts.items()) or "–"
+        labels = ", ".join(f"{text(k, cell=True)}: {v}" for k, v in m.label_counts.items()) or "–"
         n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
         lines.append(
             f"| {name} | {mean} | {ci} | {n} | {clusters_cell(m)} | {labels} | "
@@ -152,7 +156,7 @@ def _scores(summary: Summary) -> list[str]:
         ]
     failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
     if failing:
-        lines += [""] + [f"- {metric_failure_line(name, m)}" for name, m in failing]
+        lines += [""] + [f"- {text(metric_failure_line(name, m))}" for name, m in failing]
     for m in summary.metrics.values():
         if m.reading:
             lines += ["", m.reading]
@@ -212,27 +216,28 @@ def _sources(summary: Summary) -> list[str]:
 
 
 def _case_section(case: CaseResult) -> list[str]:
-    lines = [f"### {case.case_id}", "", f"**Question:** {case.question}", ""]
+    lines = [f"### {text(case.case_id)}", "", f"**Question:** {text(case.question)}", ""]
     if case.reference:
-        lines += [f"**Reference:** {case.reference}", ""]
+        lines += [f"**Reference:** {text(case.reference)}", ""]
     if case.error:
-        return [*lines, f"**Error:** {case.error}", ""]
-    lines += [f"**Answer:** {_quote(case.answer or '')}", "", "**Retrieved:**", ""]
+        return [*lines, f"**Error:** {text(case.error)}", ""]
+    lines += [f"**Answer:** {text(case.answer or '') or '_(empty)_'}", "", "**Retrieved:**", ""]
     relevant = set(case.relevant_docs or ())
     for chunk in case.retrieved:
-        preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
+        preview = text(" ".join(chunk.text.split())[:PREVIEW_CHARS])
         mark = " **relevant**" if chunk.doc_id in relevant else ""
         score = f" ({chunk.score:.3f})" if chunk.score is not None else ""
-        lines.append(f"- `{chunk.chunk_id}`{score}{mark}: {preview}…")
+        lines.append(f"- {code(chunk.chunk_id)}{score}{mark}: {preview}…")
     if case.relevant_docs:
         found = relevant & {c.doc_id for c in case.retrieved}
         lines += ["", f"Relevant documents retrieved: {len(found)} of {len(relevant)}."]
     lines += ["", "| metric | label | score | judge said |", "| --- | --- | --- | --- |"]
     for name, m in case.metrics.items():
         score = f"{m.score:.2f}" if m.score is not None else "–"
-        said = m.error or ("" if m.raw is None else _cell(m.raw))
+        said = text(m.error, cell=True) if m.error else _said(m.raw)
         flag = "" if m.parse_ok else " (unparsed)"
-        lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
+        label = text(m.label, cell=True) if m.label else "–"
+        lines.append(f"| {name} | {label}{flag} | {score} | {said} |")
     return [*lines, ""]
 
 
@@ -262,10 +267,6 @@ def _cached(summary: Summary) -> str:
     return f", {sum(served.values())} from cache ({by_role})"
 
 
-def _quote(text: str) -> str:
-    return " ".join(text.split()) or "_(empty)_"
-
-
-def _cell(text: str) -> str:
-    flat = " ".join(text.split()).replace("|", "\\|")
-    return f"`{flat[:200]}`" if flat else "_(empty)_"
+def _said(raw: str | None) -> str:
+    """The judge's words in the case's table: cut short, shown as written."""
+    return "" if raw is None else code(one_line(raw)[:RAW_CHARS], cell=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ragexp.reporting.card import card_markdown, card_terminal, ranking_notes, sweep_card_models
 from ragexp.reporting.cost import cost_section, front_cell, tokens_cell
+from ragexp.reporting.markdown import code, text
 from ragexp.reporting.plot import COST_PLOT_FILE
 from ragexp.reporting.wording import (
     SELF_JUDGE_LIST,
@@ -86,8 +87,8 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
     lines = [f"# {title}", "", *(f"{line}" for line in _method(summary)), ""]
     lines.append("| " + " | ".join(rows[0]) + " |")
     lines.append("|" + " --- |" * len(rows[0]))
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows[1:]]
-    lines += ["", *_notes(summary)]
+    lines += [_markdown_row(r, len(summary.swept)) for r in rows[1:]]
+    lines += ["", *map(text, _notes(summary))]  # they name jobs by their swept values
     if plot:
         lines += ["", f"![{summary.primary} by setting]({PLOT_FILE})"]
     if cost_plot:
@@ -102,14 +103,25 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
     failed = [row for row in summary.rows if row.job.error]
     if failed:
         lines += ["", "## Jobs that did not finish", ""]
-        lines += [f"- `{r.job.label}` ({r.job.status}): {r.job.error}" for r in failed]
+        lines += [
+            f"- {code(r.job.label)} ({r.job.status}): {text(r.job.error or '')}" for r in failed
+        ]
     lines += ["", "## Jobs", ""]
     lines += [
-        f"- `{row.job.label}`: {row.job.dir}"
+        f"- {code(row.job.label)}: {row.job.dir}"
         + (f" (MLflow run {row.job.mlflow_run_id})" if row.job.mlflow_run_id else "")
         for row in summary.rows
     ]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_row(row: list[str], n_swept: int) -> str:
+    """A row of `table` in Markdown: its swept values (after the rank) are text from outside."""
+    cells = [
+        text(c, cell=True) if 1 <= i <= n_swept else c.replace("|", "\\|")
+        for i, c in enumerate(row)
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _noise_section(summary: SweepSummary) -> list[str]:
@@ -123,7 +135,7 @@ def _noise_section(summary: SweepSummary) -> list[str]:
     if not noisy:
         return []
     return ["", "## Judge noise", ""] + [
-        f"- `{label}`: {noise_line(name, noise)}" for label, name, noise in noisy
+        f"- {code(label)}: {noise_line(name, noise)}" for label, name, noise in noisy
     ]
 
 
@@ -138,7 +150,8 @@ def _agreement_section(summary: SweepSummary) -> list[str]:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     return lines + [
-        f"| {a.metric} | `{a.judge_a}` | `{a.judge_b}` | {a.n} | {pct(a.exact)} | "
+        f"| {a.metric} | {code(a.judge_a, cell=True)} | {code(a.judge_b, cell=True)} | {a.n} | "
+        f"{pct(a.exact)} | "
         f"{num(a.kappa, digits=2)} | {a.differing_answers} |"
         for a in summary.agreement
     ]
@@ -154,8 +167,9 @@ def _stability_section(summary: SweepSummary) -> list[str]:
         "| --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     return lines + [
-        f"| `{s.judge_a}` | `{s.judge_b}` | {s.n_settings} | {num(s.tau, digits=2)} | "
-        + ("; ".join(f"`{a}` / `{b}`" for a, b in s.flips) or "none")
+        f"| {code(s.judge_a, cell=True)} | {code(s.judge_b, cell=True)} | {s.n_settings} | "
+        f"{num(s.tau, digits=2)} | "
+        + ("; ".join(f"{code(a, cell=True)} / {code(b, cell=True)}" for a, b in s.flips) or "none")
         + " |"
         for s in summary.stability
     ]
@@ -171,8 +185,10 @@ def render_note(summary: SweepSummary, title: str) -> str:
         delta = f", Δ {_delta(row)}, p (Holm) {_p(row.p_adjusted)}" if row.test else ""
         rank = f"{row.rank}." if row.rank else "–"
         flag = f" {SELF_JUDGE_MARK}" if row.job.self_judge else ""
-        lines.append(f"- {rank} **{row.job.label}**: {values}{delta}: **{row.verdict}**{flag}")
-    lines += ["", *_notes(summary), ""]
+        lines.append(
+            f"- {rank} **{text(row.job.label)}**: {values}{delta}: **{row.verdict}**{flag}"
+        )
+    lines += ["", *map(text, _notes(summary)), ""]
     lines += _method(summary)
     lines += [
         "",
