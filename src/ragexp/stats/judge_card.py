@@ -16,7 +16,7 @@ import numpy as np
 
 from ragexp.results.case import AppliedLabel, CaseResult
 from ragexp.stats import ALPHA, CONFIDENCE
-from ragexp.stats.calibration import t_value
+from ragexp.stats.intervals import t_value
 from ragexp.stats.multiplicity import holm
 
 MIN_LABELS = 10

@@ -23,6 +23,7 @@ import numpy as np
 from ragexp.results.jobs import JobResult
 from ragexp.results.summary import MetricSummary
 from ragexp.stats import ALPHA
+from ragexp.stats.calibration import Corrected
 from ragexp.stats.clusters import design_effect, effective_n
 from ragexp.stats.paired import MetricComparison, compare_cases
 
@@ -247,3 +248,20 @@ def noninferiority_cases(
         return None
     z = float(norm.ppf(0.975) + norm.ppf(power))
     return min(MAX_CASES, math.ceil((z * sd / room) ** 2 * max(deff, 1.0)))
+
+
+def noninferiority_labels(corrected: Corrected, margin: float, power: float = POWER) -> int | None:
+    """Labelled cases for a corrected interval of Δ to clear −``margin`` with ``power`` when
+    the true difference is the corrected Δ: the labels' part of the variance shrinks with more
+    labels, the judge's part does not (it shrinks with more cases); None when Δ is at or below
+    −margin, or the judge's part alone is too wide."""
+    from scipy.stats import norm
+
+    room = margin + corrected.mean
+    if room <= 0:
+        return None
+    z = float(norm.ppf(0.975) + norm.ppf(power))
+    left = (room / z) ** 2 - corrected.judge_variance
+    if left <= 0 or corrected.label_variance <= 0:
+        return None
+    return min(MAX_CASES, math.ceil(corrected.n_labels * corrected.label_variance / left))
