@@ -14,10 +14,10 @@ and is kept in [0, 1], so the interval is never wider than the human-only one. T
 uses Student's t with n − 1 degrees of freedom (ddof 1 variances), which holds its coverage at
 the few dozen labels users give.
 
-Two guards keep it from claiming more than the labels hold. The rectifier's variance is never
-taken below `ragexp.stats.floors.proportion_floor` (two pseudo-labels each way): when every
-labelled answer is YES and the judge agrees, λ̂ = 0 and the sample variance is 0, and the
-interval would read 1.000–1.000 where 25 labels support 0.89–1.00. And when cases share
+Two guards keep it from claiming more than the labels hold. The rectifier's variance is read
+with two pseudo-labels each way (`ragexp.stats.floors`): when every labelled answer is YES and
+the judge agrees, λ̂ = 0 and the sample variance is 0, and the interval would read 1.000–1.000
+where 25 labels support about 0.89–1.00. And when cases share
 documents (``CaseResult.cluster``), the variance is the CR1 cluster-robust variance of each
 case's part in θ̂ (never below the per-case one), with min(n, G) − 1 degrees of freedom.
 
@@ -39,7 +39,7 @@ import numpy as np
 from ragexp.results.case import CaseResult
 from ragexp.stats import CONFIDENCE
 from ragexp.stats.clusters import cr1_sum_variance, n_clusters
-from ragexp.stats.floors import difference_floor, proportion_floor
+from ragexp.stats.floors import PSEUDO_LABELS, PSEUDO_PAIRS, pseudo_variance
 from ragexp.stats.intervals import t_value, z_value
 
 TARGET_HALF_WIDTH = 0.05
@@ -132,10 +132,10 @@ def ppi_mean(
     rectifier = y - lam * f_l
     mean = float(rectifier.mean() + (lam * f_u.mean() if f_u.size else 0.0))
     raw_labels = float(rectifier.var(ddof=1)) / y.size
-    label_part = max(raw_labels, proportion_floor(y.size) / y.size)
+    label_part = pseudo_variance(rectifier, PSEUDO_LABELS - lam * f_l.mean()) / y.size
     judge_part = lam**2 * judge_variance(f_l, f_u) / f_u.size if f_u.size else 0.0
-    labels_alone = max(float(y.var(ddof=1)), proportion_floor(y.size)) / y.size
-    if tuned and lam > 0 and label_part + judge_part > labels_alone:  # the floor took the gain: λ = 0
+    labels_alone = pseudo_variance(y, PSEUDO_LABELS) / y.size
+    if tuned and lam > 0 and label_part + judge_part > labels_alone:  # pseudo-labels took λ's gain
         return ppi_mean(y, f_l, f_u, lam=0.0, confidence=confidence, clusters=clusters)
     df = y.size - 1
     inflation = 1.0
@@ -221,10 +221,13 @@ def corrected_difference(
         kind = np.array([diff[c] for c in members])
         variance = float(np.var(kind, ddof=1)) if kind.size > 1 else pooled
         residuals.update(zip(members, kind - kind.mean(), strict=True))
-        floor = _kind_floor(in_a, in_b, kind.size, coef[id(a)], coef[id(b)])
         raw += kind.size * variance
-        floored += kind.size * max(variance, floor)
-        labels_part += kind.size * max(variance, floor) if in_a or in_b else 0.0
+        if in_a or in_b:
+            pseudo = _pseudo_parts(in_a, in_b, members, a, b, lams, coef)
+            floored += kind.size * pseudo_variance(kind, pseudo)
+            labels_part += kind.size * pseudo_variance(kind, pseudo)
+        else:
+            floored += kind.size * variance
     df = min(sum(1 for c in cases if c in s.human) for s in (a, b)) - 1
     clusters = [a.cluster.get(c, b.cluster.get(c, c)) for c in cases]
     inflation = 1.0
@@ -243,15 +246,28 @@ def corrected_difference(
     )  # fmt: skip
 
 
-def _kind_floor(in_a: bool, in_b: bool, m: int, coef_a: float, coef_b: float) -> float:
-    """The least variance of one kind's per-case parts: labelled on both sides, the paired
-    floor (a part is a difference of labels over n); on one side, that side's proportion
-    floor; on neither, no floor (the judge's scores on every case are not few)."""
+def _pseudo_parts(
+    in_a: bool,
+    in_b: bool,
+    members: Sequence[str],
+    a: CaseScores,
+    b: CaseScores,
+    lams: Mapping[int, float],
+    coef: Mapping[int, float],
+) -> np.ndarray:
+    """One kind's pseudo-cases (`ragexp.stats.floors`): each side's judge at its mean over the
+    kind, people's labels the pseudo-labels (one pair per cell where both sides are labelled,
+    two each way where one is), as parts of θ̂_B − θ̂_A."""
     if in_a and in_b:
-        return difference_floor(m) * max(coef_a, coef_b) ** 2
-    if in_a or in_b:
-        return proportion_floor(m) * (coef_a if in_a else coef_b) ** 2
-    return 0.0
+        human_a, human_b = PSEUDO_PAIRS[:, 0], PSEUDO_PAIRS[:, 1]
+    else:
+        human_a = human_b = PSEUDO_LABELS
+    parts = np.zeros(len(human_a))
+    for side, labelled, human, sign in ((a, in_a, human_a, -1.0), (b, in_b, human_b, 1.0)):
+        judged = float(np.mean([side.judge[c] for c in members]))
+        if labelled:
+            parts += sign * (human - lams[id(side)] * judged) * coef[id(side)]
+    return parts
 
 
 def labels_for_width(
@@ -268,21 +284,13 @@ def labels_for_width(
     f_l = np.asarray(judge_labelled, dtype=float)
     f_u = np.asarray(judge_unlabelled, dtype=float)
     lam = power_tuning(y, f_l, f_u)
-    rectifier_var = float((y - lam * f_l).var(ddof=1))
+    rectifier = y - lam * f_l
+    rectifier_var = pseudo_variance(rectifier, PSEUDO_LABELS - lam * f_l.mean())
     judge_part = lam**2 * judge_variance(f_l, f_u) / f_u.size if f_u.size else 0.0
     room = (half_width / z_value(confidence)) ** 2 - judge_part
     if room <= 0:
         return None
-    return max(y.size, math.ceil(rectifier_var / room), _floor_labels(room))
-
-
-def _floor_labels(room: float) -> int:
-    """The fewest labels whose floored variance (`proportion_floor`) fits in ``room``: the
-    labels that would show a variance of 0 is not a fluke."""
-    n = max(2, math.floor(math.sqrt(2 / room)) - 5)
-    while proportion_floor(n) / n > room:
-        n += 1
-    return n
+    return max(y.size, math.ceil(rectifier_var / room))
 
 
 def case_scores(cases: Iterable[CaseResult], metric: str) -> CaseScores:

@@ -1,18 +1,29 @@
 """The least variance finite data may claim: pseudo-observations in the style of Agresti and
 Coull. A sample in which nothing varied (every paired difference 0, every labelled answer agreed
 with the judge) has a sample variance of 0 and, read as it stands, an interval of zero width,
-which covers nothing. Each floor is the variance the same sample would show with a few
-pseudo-observations added, so it binds only where the data show fewer disagreements than that
-(about one or two), and an interval read with it keeps its coverage at the few cases and labels
-users have:
+which covers nothing; one with a disagreement or two among 50 understates its variance too
+(Wald's interval at p = 0.9 and 50 labels covers 0.87). So the variances intervals read are
+taken with a few pseudo-observations:
 
-- a paired difference: half a pseudo-pair in each cell of the 2 × 2 table of two yes/no runs
-  (Agresti and Min 2005): differences +1 and −1 with weight ½ each, 0 with weight 1;
-- a labelled mean (the PPI rectifier, or the labels alone): two pseudo-labels each way
-  (Agresti and Coull 1998: z²/2 ≈ 2 successes and 2 failures).
+- a paired difference of yes/no scores is read by a score interval (`ragexp.stats.difference`);
+  of graded scores, or across clusters, its variance is never below `difference_floor`: half
+  a pseudo-pair in each cell of the 2 × 2 table (Agresti and Min 2005), differences +1 and −1
+  with weight ½ each and 0 with weight 1;
+- a labelled mean (the PPI rectifier, or the labels alone) has two pseudo-labels each way added
+  to the sample whose variance is read (Agresti and Coull 1998: z²/2 ≈ 2 successes and 2
+  failures), the judge's score on them its mean on the labelled cases;
+- a corrected difference has, per kind of case (labelled in A, B or both), the same: two
+  pseudo-labels each way on a side labelled alone, one pseudo-pair per cell where both are.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+PSEUDO_LABELS = np.array([0.0, 0.0, 1.0, 1.0])
+"""Two pseudo-labels each way, as a yes/no label scores them."""
+PSEUDO_PAIRS = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+"""One pseudo-pair of labels (A, B) in each cell of the paired 2 × 2 table."""
 
 
 def difference_floor(n: int) -> float:
@@ -21,7 +32,6 @@ def difference_floor(n: int) -> float:
     return 1.0 / (n + 1)
 
 
-def proportion_floor(n: int) -> float:
-    """The sample variance of ``n`` labels that all agree, plus two pseudo-labels each way:
-    ``n + 2`` equal values and 2 one unit away, 2(n + 2) / ((n + 4)(n + 3))."""
-    return 2.0 * (n + 2) / ((n + 4) * (n + 3))
+def pseudo_variance(values: np.ndarray, pseudo: np.ndarray) -> float:
+    """The sample variance (ddof 1) of ``values`` with the ``pseudo`` observations added."""
+    return float(np.var(np.concatenate([values, pseudo]), ddof=1))

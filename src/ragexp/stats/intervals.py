@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -10,6 +11,7 @@ import numpy as np
 from ragexp.stats import CONFIDENCE
 
 
+@functools.lru_cache(maxsize=256)
 def z_value(confidence: float = CONFIDENCE) -> float:
     """The two-sided normal quantile of ``confidence`` (1.96 at 95%)."""
     from scipy.stats import norm
@@ -17,6 +19,7 @@ def z_value(confidence: float = CONFIDENCE) -> float:
     return float(norm.ppf(1 - (1 - confidence) / 2))
 
 
+@functools.lru_cache(maxsize=1024)
 def t_value(df: float, confidence: float = CONFIDENCE) -> float:
     """The two-sided Student's t quantile at ``df`` degrees of freedom (the normal one below 1,
     where no t is defined)."""
