@@ -6,8 +6,9 @@
   whose differences are all 0 it is ±0.43, not 0.000 … 0.000; and at the boundary of a
   not-worse-than gate with a discordant pair or two among 20 it passes under 2.5% of the time
   (a percentile bootstrap: 29.5%, a t interval: 3.5%).
-- Otherwise the mean ± Student's t standard errors. The standard error is the larger of the sample's and the floor of `ragexp.stats.floors`
-  (half a pseudo-pair in each cell of the paired table).
+- Otherwise the mean ± Student's t standard errors. The standard error is the larger of the
+  sample's and the floor of `ragexp.stats.floors` (half a pseudo-pair in each cell of the
+  paired table).
 - When cases share documents it is the cluster-robust (CR1) standard error, never below the
   per-case one (a design effect under 1 is taken as 1), with G − 1 degrees of freedom for G
   clusters: with few clusters the variance is estimated from few numbers, and z (or a cluster
