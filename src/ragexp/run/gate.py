@@ -86,7 +86,7 @@ def noninferiority(
             failures.append(f"{head}: not shown: {too_few_units(c.evidence)}")
         elif shown_not_worse(low, margin):
             passes.append(f"{head}: not worse (the interval stays above −{margin:g})")
-        elif high < -margin:
+        elif high < -margin or delta < -margin:
             failures.append(f"{head}: worse than the baseline by more than the margin")
         else:
             failures.append(f"{head}: not shown: {_why_not_shown(c, delta, margin)}")
@@ -96,8 +96,8 @@ def noninferiority(
 def _why_not_shown(c: MetricComparison, delta: float, margin: float) -> str:
     """Why an interval that straddles −margin shows nothing, and what would decide it: the
     cases (or labels, when the corrected interval is read) a true Δ of this size needs."""
-    if delta <= -margin:
-        return f"Δ is at or beyond −{margin:g} and the interval reaches both sides of it"
+    if delta <= -margin:  # at −margin exactly (an identical run at margin 0)
+        return f"Δ is at −{margin:g} and the interval reaches both sides of it"
     if c.corrected is not None:
         labels = noninferiority_labels(c.corrected, margin)
         more = f"; about {labels:,} labelled cases would decide it" if labels else ""
