@@ -236,7 +236,7 @@ def paired_permutation_p(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> floa
     """Two-sided p-value of mean(b − a) ≠ 0, swapping each pair's members at random."""
     from scipy.stats import permutation_test
 
-    if np.all(a == b):
+    if np.all(a == b) or a.size < 2:  # one pair: both of its 2 swaps are as extreme, p = 1
         return 1.0
     result = permutation_test(
         (a, b), lambda x, y, axis: np.mean(y - x, axis=axis), permutation_type="samples",
