@@ -85,6 +85,8 @@ def test_cases_needed_is_statsmodels_size_rounded_up(
     assert cases_needed(sd, effect, alpha) == math.ceil(n)
     # cases that share a document count for less: the design effect multiplies the size
     assert cases_needed(sd, effect, alpha, deff=2.5) == math.ceil(n * 2.5)
+    # a design effect under 1 (noise, on few clusters) is taken as 1: never fewer cases
+    assert cases_needed(sd, effect, alpha, deff=0.4) == math.ceil(n)
 
 
 @pytest.mark.parametrize(("sd", "effect"), [(0.2, 0.05), (0.35, 0.02), (0.35, 0.05), (0.5, 0.1)])
