@@ -136,7 +136,10 @@ def ppi_mean(
     judge_part = lam**2 * judge_variance(f_l, f_u) / f_u.size if f_u.size else 0.0
     labels_alone = pseudo_variance(y, PSEUDO_LABELS) / y.size
     if tuned and lam > 0 and label_part + judge_part > labels_alone:  # pseudo-labels took λ's gain
-        return ppi_mean(y, f_l, f_u, lam=0.0, confidence=confidence, clusters=clusters)
+        return ppi_mean(
+            y.tolist(), f_l.tolist(), f_u.tolist(), lam=0.0, confidence=confidence,
+            clusters=clusters,
+        )  # fmt: skip
     df = y.size - 1
     inflation = 1.0
     if clusters is not None and 1 < n_clusters(clusters) < y.size + f_u.size:
