@@ -226,7 +226,7 @@ def judge_card(labelled: Sequence[Labelled], vocabulary: Mapping[str, float]) ->
                 if item.judge_label is not None
             ],
             order,
-        ),  # fmt: skip
+        ),
         labels=order,
         confusion=confusion,
         leniency=float(np.mean(differences)) if differences else None,
