@@ -39,7 +39,7 @@ import numpy as np
 from ragexp.results.case import CaseResult
 from ragexp.stats import CONFIDENCE
 from ragexp.stats.clusters import cr1_sum_variance, n_clusters
-from ragexp.stats.floors import PSEUDO_LABELS, PSEUDO_PAIRS, pseudo_variance
+from ragexp.stats.floors import PSEUDO_LABELS, PSEUDO_PAIRS, PSEUDO_SIDE, pseudo_variance
 from ragexp.stats.intervals import t_value, z_value
 
 TARGET_HALF_WIDTH = 0.05
@@ -260,11 +260,11 @@ def _pseudo_parts(
 ) -> np.ndarray:
     """One kind's pseudo-cases (`ragexp.stats.floors`): each side's judge at its mean over the
     kind, people's labels the pseudo-labels (one pair per cell where both sides are labelled,
-    two each way where one is), as parts of θ̂_B − θ̂_A."""
+    one each way where one is), as parts of θ̂_B − θ̂_A."""
     if in_a and in_b:
         human_a, human_b = PSEUDO_PAIRS[:, 0], PSEUDO_PAIRS[:, 1]
     else:
-        human_a = human_b = PSEUDO_LABELS
+        human_a = human_b = PSEUDO_SIDE
     parts = np.zeros(len(human_a))
     for side, labelled, human, sign in ((a, in_a, human_a, -1.0), (b, in_b, human_b, 1.0)):
         judged = float(np.mean([side.judge[c] for c in members]))

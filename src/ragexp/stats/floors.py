@@ -12,8 +12,9 @@ taken with a few pseudo-observations:
 - a labelled mean (the PPI rectifier, or the labels alone) has two pseudo-labels each way added
   to the sample whose variance is read (Agresti and Coull 1998: z²/2 ≈ 2 successes and 2
   failures), the judge's score on them its mean on the labelled cases;
-- a corrected difference has, per kind of case (labelled in A, B or both), the same: two
-  pseudo-labels each way on a side labelled alone, one pseudo-pair per cell where both are.
+- a corrected difference has, per kind of case (labelled in A, B or both), the same: one
+  pseudo-label each way on a side labelled alone (Agresti and Caffo 2000, for a difference of
+  two proportions), one pseudo-pair per cell where both are.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import numpy as np
 
 PSEUDO_LABELS = np.array([0.0, 0.0, 1.0, 1.0])
 """Two pseudo-labels each way, as a yes/no label scores them."""
+PSEUDO_SIDE = np.array([0.0, 1.0])
+"""One pseudo-label each way, on one side of a difference (Agresti–Caffo)."""
 PSEUDO_PAIRS = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
 """One pseudo-pair of labels (A, B) in each cell of the paired 2 × 2 table."""
 
