@@ -126,7 +126,7 @@ def test_the_summary_has_the_judges_card(world: dict[str, Any]) -> None:
     card = summary["metrics"]["faithfulness"]["judge_card"]
     y = people("gen-b")
     gaps = 1.0 - y  # the judge's score minus the person's, per labelled answer
-    low, high = t_interval(gaps)
+    low, high = t_interval(gaps, np.array([]))  # leniency: a plain t interval of the gaps
     assert card["n_labels"] == 12 and card["judge"] == "judge"
     assert card["agreement"] == pytest.approx(np.mean([x == "YES" for x in PEOPLE["gen-b"]]))
     assert card["kappa"] == pytest.approx(0.0, abs=1e-9)  # a judge that always says YES
