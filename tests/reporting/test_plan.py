@@ -27,3 +27,25 @@ def _plan(deff: float) -> MetricPlan:
 def test_the_design_effect_line_says_when_it_is_not_taken(deff: float, shown: str) -> None:
     [line] = [x for x in plan_lines([_plan(deff)], markdown=False) if "design effect" in x]
     assert line.endswith(shown)
+
+
+def test_with_labels_the_plan_says_labels_and_cases_each_from_its_term() -> None:
+    from dataclasses import replace
+
+    from ragexp.reporting.plan import plan_json
+    from ragexp.stats.power import CorrectedNeeds
+
+    plan = replace(_plan(1.0), corrected=CorrectedNeeds(37, None), corrected_terms=(0.0004, 0.0001))
+    [line] = [x for x in plan_lines([plan], markdown=False) if "human labels" in x]
+    assert line.strip() == (
+        "corrected for the judge with human labels (what verdicts read): about 37 labels per "
+        "configuration at the pilot's cases, or no number of cases (the labels' term alone is "
+        "too wide: label more) at its labels; variance 0.00040 from the labels (shrinks with "
+        "labels) + 0.00010 from the judge (shrinks with cases)"
+    )
+    corrected = plan_json([plan])["metrics"]["faithfulness"]["corrected"]
+    assert corrected == {
+        "labels_needed": 37, "cases_needed": None, "label_variance": 0.0004,
+        "judge_variance": 0.0001,
+    }  # fmt: skip
+    assert not [x for x in plan_lines([_plan(1.0)], markdown=False) if "human labels" in x]

@@ -162,7 +162,8 @@ def test_a_run_worse_than_its_baseline_by_more_than_the_margin_fails(world: Worl
 
 def test_a_run_equal_to_its_baseline_passes_at_a_size_that_decides_it(world: World) -> None:
     """gen-worse again (the same answers, from the cache), against the first gen-worse run as
-    MLflow knows it (by its run id): Δ = 0 with a zero-width interval over 200 cases."""
+    MLflow knows it (by its run id): Δ = 0 over 200 cases, Tango's score interval ±z²/(n + z²)
+    (no longer the zero-width +0.000 … +0.000)."""
     run_id = _mlflow_run_id(world, "worse")
     result = world.run(
         "equal", "gen-worse", f"gate.baseline={run_id}", "gate.margin=0.02", tracking=True
@@ -171,8 +172,9 @@ def test_a_run_equal_to_its_baseline_passes_at_a_size_that_decides_it(world: Wor
     assert "ragexp: error" not in result.stderr
     [line] = _gate_lines(result.stderr)
     assert (line["metric"], line["ref"], line["margin"]) == ("faithfulness", run_id, "0.02")
+    half = stats.norm.ppf(0.975) ** 2 / (N_CASES + stats.norm.ppf(0.975) ** 2)
     assert (line["delta"], line["low"], line["high"], line["n"]) == (
-        "+0.000", "+0.000", "+0.000", str(N_CASES),
+        "+0.000", f"{-half:+.3f}", f"{half:+.3f}", str(N_CASES),
     )  # fmt: skip
     assert line["verdict"] == "not worse (the interval stays above −0.02)"
     assert _tag_of(world, "equal") == "passed"
@@ -198,8 +200,9 @@ def test_per_metric_margins_gate_each_metric_named(world: World) -> None:
     lines = {line["metric"]: line for line in _gate_lines(result.stderr)}
     assert lines.keys() == {"faithfulness", "answer_relevance"}
     passed = lines["answer_relevance"]
+    half = stats.norm.ppf(0.975) ** 2 / (N_CASES + stats.norm.ppf(0.975) ** 2)
     assert (passed["delta"], passed["low"], passed["high"], passed["margin"]) == (
-        "+0.000", "+0.000", "+0.000", "0.05",
+        "+0.000", f"{-half:+.3f}", f"{half:+.3f}", "0.05",
     )  # fmt: skip
     assert passed["verdict"] == "not worse (the interval stays above −0.05)"
 

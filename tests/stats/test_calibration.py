@@ -87,6 +87,18 @@ def _ppi_variance(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, lam: float) -
     return float(np.var(y - lam * f_l, ddof=1) / y.size + judge_part)
 
 
+PSEUDO = np.array([0.0, 0.0, 1.0, 1.0])
+"""Two pseudo-labels each way (Agresti–Coull), the judge at its mean on the labelled cases."""
+PSEUDO_DIFFERENCES = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+"""One pseudo-pair of labels (A, B) in each cell of the paired 2 × 2 table."""
+
+
+def _with_pseudo(rectifier: np.ndarray, lam: float, f_l: np.ndarray) -> float:
+    """The rectifier's variance with the pseudo-labels added (what the interval reads)."""
+    pseudo = PSEUDO - lam * float(np.mean(f_l))
+    return float(np.var(np.concatenate([rectifier, pseudo]), ddof=1))
+
+
 def _scores(judge: np.ndarray, human: dict[int, float]) -> CaseScores:
     return CaseScores(
         {f"c{i}": float(s) for i, s in enumerate(judge)},
@@ -230,7 +242,7 @@ def test_interval_is_mean_plus_minus_t_times_the_ppi_standard_error(
         assert c.lam == lam
     assert c.mean == pytest.approx(_ppi_py_point(y_l, f_l, f_u, c.lam), abs=1e-9)
     se = math.sqrt(
-        np.var(y_l - c.lam * f_l, ddof=1) / n
+        _with_pseudo(y_l - c.lam * f_l, c.lam, f_l) / n
         + c.lam**2 * np.var(np.concatenate([f_l, f_u]), ddof=1) / n_unlabelled
     )
     half = stats.t.ppf(0.975, n - 1) * se
@@ -262,23 +274,37 @@ def _random_input(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.
     return y[:n], f[:n], f[n:]
 
 
+def _floored_variance(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, lam: float) -> float:
+    pooled = np.concatenate([f_l, f_u])
+    judge_part = lam**2 * np.var(pooled, ddof=1) / f_u.size if f_u.size else 0.0
+    return _with_pseudo(y - lam * f_l, lam, f_l) / y.size + judge_part
+
+
 def test_never_wider_than_the_human_labels_alone_and_lambda_in_0_1() -> None:
+    """Against the labels alone with the same floor on their variance: λ̂ is the tuned one
+    unless the floor took its gain (then 0), and the variance is the floored one written out."""
     rng = np.random.default_rng(3)
+    floored = 0
     for _ in range(400):
         y, f_l, f_u = _random_input(rng)
         c = ppi_mean(y, f_l, f_u)
         assert c is not None
         assert 0.0 <= c.lam <= 1.0
-        assert c.lam == power_tuning(y, f_l, f_u)
+        assert c.lam in (power_tuning(y, f_l, f_u), 0.0)
         t = stats.t.ppf(0.975, y.size - 1)
-        assert t * c.se <= _t_half(y) + 1e-12
-        # λ̂ minimises the estimated variance over [0, 1]
-        grid = np.linspace(0, 1, 21)
-        assert (
-            not f_u.size or c.se**2 <= min(_ppi_variance(y, f_l, f_u, lam) for lam in grid) + 1e-12
-        )
+        alone = _with_pseudo(y, 0.0, f_l) / y.size
+        assert (t * c.se) ** 2 <= t**2 * alone + 1e-12
+        assert c.se**2 == pytest.approx(_floored_variance(y, f_l, f_u, c.lam), rel=1e-9)
+        if c.lam == power_tuning(y, f_l, f_u):
+            # λ̂ minimises the estimated variance over [0, 1] where the floor does not bind
+            grid = np.linspace(0, 1, 21)
+            raw = _ppi_variance(y, f_l, f_u, c.lam)
+            if c.se**2 == pytest.approx(raw, rel=1e-12) and f_u.size:
+                assert raw <= min(_ppi_variance(y, f_l, f_u, lam) for lam in grid) + 1e-12
+        floored += c.se**2 > _ppi_variance(y, f_l, f_u, c.lam) + 1e-12
         if f_u.size:
             assert c.mean == pytest.approx(_ppi_py_point(y, f_l, f_u, c.lam), abs=1e-9)
+    assert floored > 0  # the pseudo-labels widen the interval
 
 
 def test_lambda_is_0_and_the_estimate_the_human_mean_when_every_case_is_labelled() -> None:
@@ -290,7 +316,7 @@ def test_lambda_is_0_and_the_estimate_the_human_mean_when_every_case_is_labelled
     assert c is not None
     assert c.lam == 0.0 and power_tuning(y, f, np.array([])) == 0.0
     assert c.mean == pytest.approx(float(y.mean()), abs=1e-12)
-    assert c.se == pytest.approx(float(np.std(y, ddof=1)) / math.sqrt(30), rel=1e-12)
+    assert c.se == pytest.approx(math.sqrt(_with_pseudo(y, 0.0, f) / 30), rel=1e-12)
     assert (c.n_labels, c.n_judged) == (30, 30)
 
 
@@ -305,7 +331,7 @@ def test_interval_is_never_inverted() -> None:
     falls below 0 (-0.475; each bound once clipped alone gave 0 and -0.42) and its interval must
     still be an interval."""
     y = np.array([0.0] * 19 + [1.0])
-    c = ppi_mean(y, np.where(y == 1, 1.0, 0.5), np.zeros(30))
+    c = ppi_mean(y, np.where(y == 1, 1.0, 0.5), np.zeros(30), lam=1.0)
     assert c is not None and c.mean < 0
     assert 0.0 <= c.ci_low <= c.ci_high <= 1.0
 
@@ -365,7 +391,12 @@ def test_difference_with_labels_on_the_same_cases_is_the_paired_ppi_of_differenc
     rectified = (y_b[m] - lam_b * f_b[m]) - (y_a[m] - lam_a * f_a[m])
     imputed = lam_b * f_b[~m] - lam_a * f_a[~m]
     assert d.mean == pytest.approx(rectified.mean() + imputed.mean(), abs=1e-12)
-    se = math.sqrt(np.var(rectified, ddof=1) / n + np.var(imputed, ddof=1) / (cases - n))
+    judged_a, judged_b = float(f_a[m].mean()), float(f_b[m].mean())
+    pseudo = (PSEUDO_DIFFERENCES[:, 1] - lam_b * judged_b) - (
+        PSEUDO_DIFFERENCES[:, 0] - lam_a * judged_a
+    )
+    labelled_var = np.var(np.concatenate([rectified, pseudo]), ddof=1)
+    se = math.sqrt(labelled_var / n + np.var(imputed, ddof=1) / (cases - n))
     assert d.se == pytest.approx(se, rel=1e-9)
     half = stats.t.ppf(0.975, n - 1) * se
     assert (d.ci_low, d.ci_high) == pytest.approx((d.mean - half, d.mean + half), abs=1e-12)
@@ -380,11 +411,13 @@ def test_difference_with_every_case_labelled_in_both_is_the_paired_t_test() -> N
     f_a, f_b = rng.choice(GRADES, 25), rng.choice(GRADES, 25)
     d = corrected_difference(_scores(f_a, dict(enumerate(y_a))), _scores(f_b, dict(enumerate(y_b))))
     assert d is not None
-    expected = stats.ttest_rel(y_b, y_a)
-    ci = expected.confidence_interval(0.95)
+    # the paired t-test of the differences, their variance read with one pseudo-pair per cell
+    diff = np.concatenate([y_b - y_a, PSEUDO_DIFFERENCES[:, 1] - PSEUDO_DIFFERENCES[:, 0]])
+    se = float(np.std(diff, ddof=1)) / math.sqrt(25)
+    half = stats.t.ppf(0.975, 24) * se
     assert d.mean == pytest.approx(float(np.mean(y_b - y_a)), abs=1e-12)
-    assert (d.ci_low, d.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
-    assert d.p_value() == pytest.approx(expected.pvalue, rel=1e-9)
+    assert (d.ci_low, d.ci_high) == pytest.approx((d.mean - half, d.mean + half), abs=1e-12)
+    assert d.p_value() == pytest.approx(2 * stats.t.sf(abs(d.mean) / se, 24), rel=1e-9)
     assert d.lam == 0.0
 
 
@@ -445,7 +478,9 @@ def test_p_value_of_a_mean_is_the_t_tests() -> None:
     y = np.array([0.0, 0.5, 1.0, 0.5, 0.5, 1.0, 0.0, 0.5, 1.0, 1.0, 0.5, 0.5])
     c = ppi_mean(y - 0.6, y, [])  # every case labelled: the one-sample t-test of mean 0.6
     assert c is not None
-    assert c.p_value() == pytest.approx(stats.ttest_1samp(y, 0.6).pvalue, rel=1e-9)
+    se = math.sqrt(_with_pseudo(y - 0.6, 0.0, y) / y.size)
+    expected = 2 * stats.t.sf(abs(float(np.mean(y - 0.6))) / se, y.size - 1)
+    assert c.p_value() == pytest.approx(expected, rel=1e-9)
     rng = np.random.default_rng(25)
     _, yy, f = _world(rng, 1, 100, lenient=0.3)
     c = ppi_mean(yy[0, :30], f[0, :30], f[0, 30:])
@@ -509,7 +544,12 @@ def test_labels_needed_starts_at_the_default_and_is_capped_at_the_answers() -> N
     assert PILOT_LABELS == 10
     sure = {f"s{i}": 1.0 for i in range(300)}
     assert labels_needed({f"s{i}": 1.0 for i in range(9)}, sure) == 30
-    assert labels_needed({f"s{i}": 1.0 for i in range(10)}, sure) == 10
+    # ten that agree: a variance of 0 is read with two pseudo-labels each way (Agresti–Coull):
+    # 12 YES and 2 NO, variance 0.132; ±0.05 then needs 0.132 / (0.05 / 1.96)² = 203 labels
+    room = (0.05 / stats.norm.ppf(0.975)) ** 2
+    variance = float(np.var([1.0] * 12 + [0.0] * 2, ddof=1))
+    assert math.ceil(variance / room) == 203
+    assert labels_needed({f"s{i}": 1.0 for i in range(10)}, sure) == 203
     # a judge no better than chance: ±0.05 needs far more labels than the 20 answers
     noisy = {f"c{i}": 1.0 - judge[f"c{i}"] for i in range(10)}
     unlabelled = [s for c, s in judge.items() if c not in noisy]

@@ -377,3 +377,24 @@ def test_a_labelled_answer_without_a_judge_label_counts_for_leniency_only() -> N
     assert card.agreement == pytest.approx(8 / 12)  # 12 judge/people label pairs
     assert card.leniency == pytest.approx(2.5 / 13)
     assert sum(itertools.chain.from_iterable(r.values() for r in card.confusion.values())) == 12
+
+
+def test_kappas_bootstrap_resamples_answers_not_label_pairs() -> None:
+    """Every answer labelled twice, the two people agreeing: the pairs double, but there are as
+    many answers as before. Kappa is unchanged by doubling every cell, so resampling answers
+    gives exactly the interval of the same answers labelled once; resampling the pairs as if
+    independent would give a narrower one."""
+    rng = np.random.default_rng(12)
+    judged = rng.choice(FAITH_ORDER, 40).tolist()
+    people = [j if rng.random() < 0.7 else str(rng.choice(FAITH_ORDER)) for j in judged]
+    once = [
+        _item(j, h, case_id=f"c{i}") for i, (j, h) in enumerate(zip(judged, people, strict=True))
+    ]
+    twice = [
+        _item(j, h, h, case_id=f"c{i}", labelers=["ana", "ben"])
+        for i, (j, h) in enumerate(zip(judged, people, strict=True))
+    ]
+    single, double = judge_card(once, FAITH), judge_card(twice, FAITH)
+    assert single.kappa == pytest.approx(double.kappa)
+    assert single.kappa_ci is not None and double.kappa_ci is not None
+    assert double.kappa_ci == pytest.approx(single.kappa_ci)

@@ -35,7 +35,9 @@ def test_six_cases_all_better_by_one_label_give_the_exact_permutation_p() -> Non
     # all 2^6 sign patterns of six equal differences: only all-plus and all-minus reach |Δ| = 1
     assert c.p_value == pytest.approx(2 / 64)
     assert (c.mean_a, c.mean_b, c.delta, c.n_paired) == (0.0, 1.0, 1.0, 6)
-    assert (c.ci_low, c.ci_high) == (1.0, 1.0)
+    # six yes/no pairs all discordant one way: Tango's score interval (the score test inverted
+    # by brute force in tests/stats/test_difference.py), not the point 1.000 … 1.000
+    assert (c.ci_low, c.ci_high) == pytest.approx((0.21933, 1.0), abs=1e-5)
     assert verdict(c) == "B is better"
     assert [(d.case_id, d.label_a, d.label_b) for d in c.differing][:2] == [
         ("c0", "NO", "YES"),
@@ -44,10 +46,23 @@ def test_six_cases_all_better_by_one_label_give_the_exact_permutation_p() -> Non
 
 
 def test_identical_runs_are_not_distinguishable() -> None:
-    scores = {f"c{i}": s for i, s in enumerate([1.0, 0.5, 0.0, 1.0, 1.0])}
+    scores = {f"c{i}": s for i, s in enumerate([1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.5])}
     [c] = compare_cases(_cases(scores), _cases(scores))
-    assert (c.delta, c.p_value, c.ci_low, c.ci_high) == (0.0, 1.0, 0.0, 0.0)
+    assert (c.delta, c.p_value) == (0.0, 1.0)
+    assert c.ci_low is not None and c.ci_high is not None
+    assert c.ci_low < 0.0 < c.ci_high  # never the zero-width 0.000 … 0.000
     assert verdict(c) == "not distinguishable" and c.differing == ()
+
+
+def test_five_paired_cases_are_too_few_for_any_verdict() -> None:
+    """With 5 pairs a sign-flip test's smallest p is 2/32 ≥ 0.05: no verdict is reachable,
+    even when B is better on every case."""
+    a = _cases({f"c{i}": 0.0 for i in range(5)})
+    b = _cases({f"c{i}": 1.0 for i in range(5)})
+    [c] = compare_cases(a, b)
+    assert c.decide() == "too few" and verdict(c) == "too few paired cases to tell"
+    [same] = compare_cases(a, a)
+    assert same.decide() == "too few"
 
 
 def test_p_value_matches_a_count_over_every_sign_flip() -> None:
@@ -64,19 +79,19 @@ def test_p_value_matches_a_count_over_every_sign_flip() -> None:
     assert c.delta == pytest.approx(diff.mean())
 
 
-def test_interval_matches_an_independent_bootstrap() -> None:
+def test_interval_is_the_paired_t_interval_when_the_differences_vary() -> None:
+    """60 graded pairs whose differences vary well above the floor: the interval is scipy's
+    one-sample t interval of the differences (a percentile bootstrap undercovers at few cases)."""
+    from scipy import stats
+
     rng = np.random.default_rng(7)
     a_scores = rng.choice([0.0, 0.5, 1.0], size=60, p=[0.3, 0.2, 0.5])
     b_scores = rng.choice([0.0, 0.5, 1.0], size=60, p=[0.1, 0.2, 0.7])
     a = _cases({f"c{i}": float(s) for i, s in enumerate(a_scores)})
     b = _cases({f"c{i}": float(s) for i, s in enumerate(b_scores)})
     [c] = compare_cases(a, b)
-    diff = b_scores - a_scores
-    # a percentile bootstrap of the paired differences written here, agreeing within a step
-    rng = np.random.default_rng(1)
-    means = diff[rng.integers(0, diff.size, size=(40_000, diff.size))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    assert c.ci_low == pytest.approx(low, abs=0.03) and c.ci_high == pytest.approx(high, abs=0.03)
+    ci = stats.ttest_1samp(b_scores - a_scores, 0.0).confidence_interval(0.95)
+    assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
 def test_only_cases_both_runs_scored_are_paired() -> None:
@@ -138,7 +153,7 @@ def test_compare_command_finds_runs_in_mlflow_by_id_and_by_name(tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     assert f"B = {second.info.run_name}" in result.stdout
     assert "| faithfulness | 1.000 | 1.000 | +0.000 |" in result.stdout
-    assert "| 4 | 4 (1.00) | 0 | 0 | n/a | not distinguishable |" in result.stdout
+    assert "| 4 | 4 (1.00) | 0 | 0 | n/a | too few paired cases to tell |" in result.stdout
 
 
 def test_a_self_judged_run_is_flagged_from_what_its_job_recorded(tmp_path: Path) -> None:
@@ -218,7 +233,7 @@ def test_the_noise_floor_combines_both_runs_judge_noise() -> None:
 
 def test_a_floor_of_zero_never_explains_a_difference() -> None:
     """A noiseless judge over repeats: the floor is 0, and Δ = 0 is not 'within judge noise'."""
-    table = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+    table = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]] * 2
     a = [_judged(f"c{i}", row) for i, row in enumerate(table)]
     b = [_judged(f"c{i}", row) for i, row in enumerate(table)]
     [c] = compare_cases(a, b)

@@ -85,6 +85,8 @@ def test_cases_needed_is_statsmodels_size_rounded_up(
     assert cases_needed(sd, effect, alpha) == math.ceil(n)
     # cases that share a document count for less: the design effect multiplies the size
     assert cases_needed(sd, effect, alpha, deff=2.5) == math.ceil(n * 2.5)
+    # a design effect under 1 (noise, on few clusters) is taken as 1: never fewer cases
+    assert cases_needed(sd, effect, alpha, deff=0.4) == math.ceil(n)
 
 
 @pytest.mark.parametrize(("sd", "effect"), [(0.2, 0.05), (0.35, 0.02), (0.35, 0.05), (0.5, 0.1)])
@@ -432,3 +434,30 @@ def test_no_number_of_cases_shows_a_run_worse_than_the_margin_no_worse() -> None
     assert noninferiority_cases(0.35, -0.02, 0.02) is None
     assert noninferiority_cases(0.35, -0.05, 0.02) is None
     assert noninferiority_cases(0.0, 0.0, 0.02) is None
+
+
+def test_with_labels_cases_and_labels_needed_each_come_from_their_own_term() -> None:
+    """A corrected difference's variance is the labels' term (shrinks with more labels) plus
+    the judge's (shrinks with more cases). The same total variance, split two ways, needs
+    labels in one world and cases in the other; scaling cases by the whole variance (the old
+    answer, 314 in both) was wrong in both."""
+    from scipy.stats import norm
+
+    from ragexp.stats.calibration import Corrected
+    from ragexp.stats.power import corrected_needs
+
+    target = (0.05 / (norm.ppf(0.975) + norm.ppf(0.8))) ** 2
+
+    def corrected(labels_term: float, judge_term: float) -> Corrected:
+        se = math.sqrt(labels_term + judge_term)
+        return Corrected(
+            0.0, -0.1, 0.1, se, 20, 200, 0.5, 19,
+            label_variance=labels_term, judge_variance=judge_term,
+        )  # fmt: skip
+
+    labels_bound = corrected_needs(corrected(0.0004, 0.0001), 0.05)
+    assert labels_bound.labels == math.ceil(20 * 0.0004 / (target - 0.0001)) == 37
+    assert labels_bound.cases is None  # the labels' term alone is wider than the target
+    judge_bound = corrected_needs(corrected(0.0001, 0.0004), 0.05)
+    assert judge_bound.labels is None
+    assert judge_bound.cases == math.ceil(200 * 0.0004 / (target - 0.0001)) == 367

@@ -192,3 +192,30 @@ def test_worse_than_best_needs_the_holm_adjusted_p_and_an_interval_excluding_zer
         "gen-b": "not distinguishable from best",
         "gen-c": "not distinguishable from best",
     }
+
+
+def _calibrated(job: JobResult, mean: float) -> JobResult:
+    """The job with a corrected mean of ``mean`` on faithfulness (as human labels give it)."""
+    from ragexp.results.summary import CalibratedMean
+
+    assert job.summary is not None
+    job.summary.metrics["faithfulness"].calibrated = CalibratedMean(
+        mean=mean, ci_low=mean - 0.1, ci_high=mean + 0.1, n_labels=20, n_judged=40,
+        method="PPI++", lam=0.5,
+    )  # fmt: skip
+    return job
+
+
+def test_jobs_are_ranked_by_corrected_means_only_when_every_job_has_them() -> None:
+    """The judge ranks gen-a first (0.9 against 0.6); people, corrected, rank gen-b first. With
+    labels on one job only, a corrected mean beside a judge's mean would compare two different
+    scales: the ranking stays the judge's."""
+    labels_a, labels_b = ["YES"] * 36 + ["NO"] * 4, ["YES"] * 24 + ["NO"] * 16
+    one = [_calibrated(_job("gen-a", labels_a), 0.5), _job("gen-b", labels_b)]
+    summary = summarize_sweep(one, "faithfulness", ["generator.model"])
+    assert summary.ranking_basis == "judge"
+    assert [r.job.label for r in summary.rows] == ["gen-a", "gen-b"]
+    both = [_calibrated(_job("gen-a", labels_a), 0.5), _calibrated(_job("gen-b", labels_b), 0.7)]
+    summary = summarize_sweep(both, "faithfulness", ["generator.model"])
+    assert summary.ranking_basis == "calibrated"
+    assert [r.job.label for r in summary.rows] == ["gen-b", "gen-a"]

@@ -7,10 +7,11 @@ from dataclasses import asdict
 from typing import Any
 
 from ragexp.reporting.markdown import code, text
-from ragexp.reporting.wording import noise_line, num, too_few_cases
+from ragexp.reporting.wording import cluster_notes, noise_line, num, too_few_cases
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import Cost
 from ragexp.stats import ALPHA, CONFIDENCE
+from ragexp.stats.evidence import MIN_UNITS
 from ragexp.stats.noise import judge_noise
 from ragexp.stats.paired import Decision, MetricComparison
 
@@ -18,6 +19,7 @@ SHOWN_IN_TERMINAL = 5
 VERDICTS: dict[Decision, str] = {
     "no pairs": "no paired cases",
     "too few": "too few paired cases to tell",
+    "too few clusters": "no verdict reachable: too few documents",
     "within noise": "within judge noise",
     "higher": "B is better",
     "lower": "A is better",
@@ -89,10 +91,14 @@ def render(
         )
     lines += [
         "",
-        f"Δ's interval: paired percentile bootstrap over cases; p: two-sided paired permutation "
-        f"test (A and B swapped within cases); 'better' needs p < {ALPHA} and an interval that "
-        "excludes 0.",
+        f"Δ's interval: mean ± t standard errors (never below the floor of half a pseudo-pair "
+        f"per cell; cluster-robust, t with G − 1 df, when cases share documents); p: two-sided "
+        f"paired permutation test (A and B swapped within cases, or within whole documents); "
+        f"'better' needs p < {ALPHA} and an interval that excludes 0, and at least {MIN_UNITS} "
+        "paired cases (or documents).",
     ]
+    notes = cluster_notes(c.evidence for c in comparisons)
+    lines += ["", *notes] if notes else []
     lines += _power_lines(comparisons, power, effect)
     lines += _corrected_lines(comparisons)
     lines += _cost_lines(*costs)

@@ -31,6 +31,14 @@ def plan_json(plans: Sequence[MetricPlan]) -> dict[str, Any]:
                     "sd": p.sd,
                     "dominant": p.terms.dominant,
                 },
+                "corrected": None
+                if p.corrected is None
+                else {
+                    "labels_needed": p.corrected.labels,
+                    "cases_needed": p.corrected.cases,
+                    "label_variance": p.corrected_terms[0] if p.corrected_terms else None,
+                    "judge_variance": p.corrected_terms[1] if p.corrected_terms else None,
+                },
             }
             for p in plans
         }
@@ -62,6 +70,7 @@ def plan_lines(plans: Sequence[MetricPlan], *, markdown: bool) -> list[str]:
             else "from one run: two configurations' scores taken as uncorrelated (a sweep "
             "measures how they move together, usually needing fewer cases)",
         ]
+        detail += _corrected(p)
         lines += [f"- {d}" for d in detail] if markdown else [f"  {d}" for d in detail]
         lines.append("")
     return lines
@@ -79,3 +88,21 @@ def _dominant(p: MetricPlan) -> str:
             "buys more power than more cases"
         )
     return "the cases' own spread dominates: more cases buy more power than more judge repeats"
+
+
+def _corrected(p: MetricPlan) -> list[str]:
+    """With labels: what the corrected difference needs, labels and cases each from its term."""
+    if p.corrected is None or p.corrected_terms is None:
+        return []
+    labels_term, judge_term = p.corrected_terms
+    labels = f"about {p.corrected.labels:,} labels per configuration" if p.corrected.labels else (
+        "no number of labels (the judge's term alone is too wide)"
+    )  # fmt: skip
+    cases = f"about {p.corrected.cases:,} cases" if p.corrected.cases else (
+        "no number of cases (the labels' term alone is too wide: label more)"
+    )  # fmt: skip
+    return [
+        f"corrected for the judge with human labels (what verdicts read): {labels} at the "
+        f"pilot's cases, or {cases} at its labels; variance {labels_term:.5f} from the labels "
+        f"(shrinks with labels) + {judge_term:.5f} from the judge (shrinks with cases)"
+    ]

@@ -24,6 +24,14 @@ def plotted(row: Row, summary: SweepSummary) -> Estimate | None:
     return m.mean, m.ci_low, m.ci_high
 
 
+def error_bars(mean: float, low: float | None, high: float | None) -> tuple[float, float]:
+    """The lengths of a point's bars below and above it, never negative: an interval that ends
+    a rounding error inside its mean (a mean of exactly 0 or 1) draws no bar on that side."""
+    below = mean - low if low is not None else 0.0
+    above = high - mean if high is not None else 0.0
+    return max(below, 0.0), max(above, 0.0)
+
+
 def _y_label(summary: SweepSummary) -> str:
     corrected = " corrected for the judge" if summary.ranking_basis == "calibrated" else ""
     return f"{summary.primary}{corrected} (mean, 95% CI)"
@@ -53,8 +61,7 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
     for swept, mean, low, high in points:
         rest = {k: v for k, v in swept.items() if k != x_key}
         x = position[swept.get(x_key, "")]
-        lo = mean - low if low is not None else 0.0
-        hi = high - mean if high is not None else 0.0
+        lo, hi = error_bars(mean, low, high)
         lines.setdefault(job_label(rest) if rest else summary.primary, []).append((x, mean, lo, hi))
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
     width = 0.08 * (len(lines) - 1) if not numeric else 0.0
@@ -105,8 +112,7 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
         if spent is None or spent.tokens_per_case is None or estimate is None:
             continue
         mean, ci_low, ci_high = estimate
-        low = mean - ci_low if ci_low is not None else 0.0
-        high = ci_high - mean if ci_high is not None else 0.0
+        low, high = error_bars(mean, ci_low, ci_high)
         points.append((spent.tokens_per_case, mean, low, high, row.job.label, row.on_front))
     if not points:
         return False

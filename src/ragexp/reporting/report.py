@@ -9,6 +9,7 @@ from ragexp.reporting.card import card_markdown
 from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
     clusters_cell,
+    few_clusters_note,
     metric_failure_line,
     noise_line,
     num,
@@ -17,6 +18,7 @@ from ragexp.reporting.wording import (
 )
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import Summary
+from ragexp.stats.evidence import Evidence
 
 PREVIEW_CHARS = 160
 RAW_CHARS = 200
@@ -154,6 +156,11 @@ def _scores(summary: Summary) -> list[str]:
             "the others failed, or the metric could not score them (n/a, e.g. no reference). "
             "Compare means over the same cases with `ragexp compare`.",
         ]
+    few = [
+        e.units for m in summary.metrics.values() if (e := Evidence(m.n, m.n_clusters)).few_clusters
+    ]
+    if few:
+        lines += ["", few_clusters_note(min(few))]
     failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
     if failing:
         lines += [""] + [f"- {text(metric_failure_line(name, m))}" for name, m in failing]

@@ -12,6 +12,7 @@ from ragexp.reporting.plot import COST_PLOT_FILE
 from ragexp.reporting.wording import (
     SELF_JUDGE_LIST,
     SELF_JUDGE_MARK,
+    cluster_notes,
     clusters_cell,
     noise_line,
     num,
@@ -22,6 +23,7 @@ from ragexp.results.jobs import short_keys
 from ragexp.results.summary import MetricSummary
 from ragexp.stats import ALPHA, CONFIDENCE
 from ragexp.stats.agreement import judge_of
+from ragexp.stats.evidence import Evidence
 from ragexp.stats.ranking import Row, SweepSummary
 
 PLOT_FILE = "summary.png"
@@ -329,6 +331,7 @@ def _notes(summary: SweepSummary) -> list[str]:
         else:
             text += f"; distinguishable from it: {', '.join(r.job.label for r in worse)}."
         notes.append(text)
+    notes += cluster_notes(_evidence(summary))
     self_judged = [r.job.label for r in summary.rows if r.job.self_judge]
     if self_judged:
         notes.append(f"{SELF_JUDGE_LIST}: {', '.join(self_judged)}")
@@ -339,6 +342,16 @@ def _notes(summary: SweepSummary) -> list[str]:
             " (errors in summary.md and each job's job.json)."
         )
     return notes
+
+
+def _evidence(summary: SweepSummary) -> list[Evidence]:
+    """What each job's mean and test of the primary metric rest on."""
+    found = [r.test.evidence for r in summary.rows if r.test is not None]
+    for row in summary.rows:
+        m = row.job.summary.metrics.get(summary.primary) if row.job.summary else None
+        if m is not None and m.n:
+            found.append(Evidence(m.n, m.n_clusters))
+    return found
 
 
 def _metrics(summary: SweepSummary) -> list[str]:

@@ -3,7 +3,11 @@ the judge's noise measured, a metric that failed, the LLM calls of a run, and nu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ragexp.results.summary import MetricSummary, NoiseSummary, Summary
+from ragexp.stats import ALPHA
+from ragexp.stats.evidence import FEW_CLUSTERS, MIN_UNITS, Evidence, smallest_p
 
 RULE_OF_THUMB = 0.05
 """The original harness's rule: judge twice; means more than 5 points apart mean a noisy judge."""
@@ -84,3 +88,47 @@ def clusters_cell(m: MetricSummary | None) -> str:
     if m is None or m.n_clusters is None:
         return "–"
     return f"{m.n_clusters} ({m.design_effect:.2f})"
+
+
+def too_few_units(evidence: Evidence) -> str:
+    """``5 cases are too few`` or ``3 documents are too few`` (with why, and how many would do)."""
+    if evidence.clustered:
+        g = evidence.units
+        return (
+            f"{g} documents are too few (a sign-flip test over {g} clusters cannot reach "
+            f"p < {ALPHA:g}: its smallest p is {smallest_p(g):.3g}; {MIN_UNITS} or more needed)"
+        )
+    n = evidence.n
+    return (
+        f"{n} {'case is' if n == 1 else 'cases are'} too few (at least {MIN_UNITS} paired "
+        "cases are needed)"
+    )
+
+
+def few_clusters_note(clusters: int) -> str:
+    """The note under a table whose intervals rest on fewer than `FEW_CLUSTERS` clusters."""
+    return (
+        f"Only {clusters} clusters (documents): intervals use Student's t with {clusters - 1} "
+        f"degrees of freedom and are wide; under {FEW_CLUSTERS} clusters the variance "
+        "estimated from them is itself uncertain."
+    )
+
+
+def unreachable_note(clusters: int) -> str:
+    """Why no verdict is reachable with ≤ 5 clusters, and what would make one reachable."""
+    return (
+        f"No verdict is reachable with {clusters} documents: a sign-flip test over {clusters} "
+        f"clusters has a smallest p of {smallest_p(clusters):.3g}, never under {ALPHA:g}. Add "
+        f"cases from more documents ({MIN_UNITS} or more), or set compare.cluster=off if the "
+        "cases are in fact independent."
+    )
+
+
+def cluster_notes(found: Iterable[Evidence]) -> list[str]:
+    """The notes under a table whose intervals rest on few clusters: the fewest clusters any
+    row has, when under `FEW_CLUSTERS`; and with 5 or fewer, that no verdict is reachable."""
+    few = [e.units for e in found if e.few_clusters]
+    if not few:
+        return []
+    g = min(few)
+    return [few_clusters_note(g)] + ([unreachable_note(g)] if g < MIN_UNITS else [])

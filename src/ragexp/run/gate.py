@@ -6,7 +6,11 @@ and the MLflow tag ``ragexp.gate`` says how it went.
 - Not worse than a baseline (non-inferiority): ``gate.baseline=<run>`` with ``gate.margin``
   fails unless the lower bound of the paired 95% interval of (this − baseline) is above −margin.
   An interval too wide to show it fails too (not shown is not passed), and the line says how many
-  cases would decide it.
+  cases (or, with labels, labelled cases) would decide it.
+
+Every interval a gate reads has a floor (`ragexp.stats.difference`, `ragexp.stats.floors`), and
+below the minimum evidence of `ragexp.stats.evidence` (6 paired cases, or 6 documents when cases
+share them) a gate read from an interval is "not shown: … too few", never passed.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragexp.config.schema import GateConfig, TrackingConfig
+from ragexp.reporting.wording import too_few_units
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases
 from ragexp.results.summary import Summary
-from ragexp.stats.paired import compare_cases
-from ragexp.stats.power import noninferiority_cases
+from ragexp.stats.evidence import Evidence
+from ragexp.stats.paired import MetricComparison, compare_cases, shown_not_worse
+from ragexp.stats.power import noninferiority_cases, noninferiority_labels
 from ragexp.tracking.lookup import locate
 
 
@@ -35,10 +41,16 @@ def gate_failures(summary: Summary, gate: GateConfig) -> list[str]:
             c = m.calibrated
             mean, low, high, basis = c.mean, c.ci_low, c.ci_high, " corrected for the judge"
         value = mean if gate.mode == "mean" else low
-        if value is not None and value >= threshold:
-            continue
         shown = f"{mean:.3f}" if mean is not None else "n/a"
         ci = f"95% CI {low:.3f}-{high:.3f}" if low is not None and high is not None else "no CI"
+        evidence = Evidence(m.n, m.n_clusters) if m is not None else None
+        if gate.mode == "ci_low" and evidence is not None and not evidence.enough:
+            failures.append(
+                f"{name} mean{basis} {shown} ({ci}): not shown: {too_few_units(evidence)}"
+            )
+            continue
+        if value is not None and value >= threshold:
+            continue
         measure = "mean" if gate.mode == "mean" else "CI's lower bound"
         failures.append(f"{name} mean{basis} {shown} ({ci}): its {measure} is below {threshold:g}")
     return failures
@@ -68,21 +80,31 @@ def noninferiority(
         low, high = c.interval()
         head = f"{c.metric} against {ref}: Δ {_signed(delta)} (95% CI {_signed(low)} … " \
                f"{_signed(high)}, {c.n_paired} paired cases), margin {margin:g}"  # fmt: skip
-        if delta is None or low is None:
+        if delta is None or low is None or high is None:
             failures.append(f"{head}: no paired cases to decide; not shown")
-        elif low > -margin:
+        elif not c.evidence.enough:
+            failures.append(f"{head}: not shown: {too_few_units(c.evidence)}")
+        elif shown_not_worse(low, margin):
             passes.append(f"{head}: not worse (the interval stays above −{margin:g})")
-        elif delta > -margin:
-            sd = c.sd or 0.0
-            needed = noninferiority_cases(sd, delta, margin, c.design_effect)
-            more = f"; about {needed:,} paired cases would decide it" if needed else ""
-            failures.append(
-                f"{head}: not shown: Δ is within the margin but the interval is too wide to "
-                f"show it{more}"
-            )
-        else:
+        elif high < -margin or delta < -margin:
             failures.append(f"{head}: worse than the baseline by more than the margin")
+        else:
+            failures.append(f"{head}: not shown: {_why_not_shown(c, delta, margin)}")
     return failures, passes
+
+
+def _why_not_shown(c: MetricComparison, delta: float, margin: float) -> str:
+    """Why an interval that straddles −margin shows nothing, and what would decide it: the
+    cases (or labels, when the corrected interval is read) a true Δ of this size needs."""
+    if delta <= -margin:  # at −margin exactly (an identical run at margin 0)
+        return f"Δ is at −{margin:g} and the interval reaches both sides of it"
+    if c.corrected is not None:
+        labels = noninferiority_labels(c.corrected, margin)
+        more = f"; about {labels:,} labelled cases would decide it" if labels else ""
+    else:
+        needed = noninferiority_cases(c.sd or 0.0, delta, margin, c.design_effect)
+        more = f"; about {needed:,} paired cases would decide it" if needed else ""
+    return f"Δ is within the margin but the interval is too wide to show it{more}"
 
 
 def _signed(value: float | None) -> str:

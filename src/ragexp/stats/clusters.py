@@ -5,12 +5,16 @@ case. Intervals and paired tests here respect the clusters:
 
 - a mean's 95% interval is the Wilson interval at the effective number of cases, ``n / deff``,
   where the design effect ``deff`` is the cluster-robust (CR1: the G / (G − 1) small-sample
-  correction) variance of the mean over the naive one;
-- a paired difference's interval is a percentile bootstrap that resamples clusters, and its test
-  a sign-flip permutation test that swaps A and B for a whole cluster at once.
+  correction) variance of the mean over the naive one, with Student's t at G − 1 degrees of
+  freedom for its quantile (`ragexp.stats.intervals.mean_ci`);
+- a paired difference's interval is the mean ± t(G − 1) cluster-robust standard errors
+  (`ragexp.stats.difference`), and its test a sign-flip permutation test that swaps A and B for
+  a whole cluster at once;
+- corrected means and differences (PPI++) take the CR1 variance of their per-case parts
+  (`ragexp.stats.calibration`).
 
-With every case in its own cluster, deff is exactly 1 and both fall back to the per-case
-methods (`ragexp.stats.paired`), so nothing changes.
+With every case in its own cluster, deff is exactly 1 and all of them fall back to the per-case
+methods, so nothing changes.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragexp.results.case import CaseResult
-from ragexp.stats import CONFIDENCE
 
 RESAMPLES = 10_000
+"""Random sign flips beyond `EXACT_UP_TO` clusters."""
 EXACT_UP_TO = 13
 """Clusters up to which the permutation test enumerates every sign flip (2^13 = 8,192)."""
 SEED = 0
@@ -45,16 +49,26 @@ def design_effect(values: Sequence[float], clusters: Sequence[str]) -> float:
     """The cluster-robust (CR1) variance of the mean over the naive ``s² / n`` one; 1.0 when
     every case is its own cluster, or there is too little to tell."""
     x = np.asarray(values, dtype=float)
-    codes, g = _codes(clusters)
+    g = n_clusters(clusters)
     n = x.size
     if n < 2 or g < 2 or g == n:
         return 1.0
     naive = float(x.var(ddof=1)) / n
     if naive == 0:
         return 1.0
-    sums = np.bincount(codes, weights=x - x.mean(), minlength=g)
-    robust = g / (g - 1) * float(np.sum(sums**2)) / n**2
+    robust = cr1_sum_variance(x - x.mean(), clusters) / n**2
     return max(robust / naive, 1e-9)
+
+
+def cr1_sum_variance(residuals: Sequence[float] | np.ndarray, clusters: Sequence[str]) -> float:
+    """The CR1 cluster-robust variance of a sum of per-case parts, from their residuals (each
+    part minus its expected value): G / (G − 1) · Σ_g (Σ_{i∈g} r_i)²; 0 with fewer than 2
+    clusters (nothing to estimate it from)."""
+    codes, g = _codes(clusters)
+    if g < 2:
+        return 0.0
+    sums = np.bincount(codes, weights=np.asarray(residuals, dtype=float), minlength=g)
+    return g / (g - 1) * float(np.sum(sums**2))
 
 
 def n_clusters(clusters: Sequence[str]) -> int:
@@ -65,21 +79,6 @@ def effective_n(n: int, deff: float) -> float:
     """Cases worth of information: ``n / deff``, never more than ``n`` (a design effect under 1
     measured on few clusters is noise more often than a gain, so it is not taken)."""
     return n / max(deff, 1.0)
-
-
-def cluster_bootstrap_ci(
-    diff: np.ndarray, clusters: Sequence[str], confidence: float = CONFIDENCE, seed: int = SEED
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(diff), resampling whole clusters."""
-    codes, g = _codes(clusters)
-    sums = np.bincount(codes, weights=diff, minlength=g)
-    counts = np.bincount(codes, minlength=g)
-    rng = np.random.default_rng(seed)
-    drawn = rng.integers(0, g, size=(RESAMPLES, g))
-    means = sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return float(low), float(high)
 
 
 def cluster_permutation_p(diff: np.ndarray, clusters: Sequence[str], seed: int = SEED) -> float:

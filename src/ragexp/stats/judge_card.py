@@ -16,7 +16,7 @@ import numpy as np
 
 from ragexp.results.case import AppliedLabel, CaseResult
 from ragexp.stats import ALPHA, CONFIDENCE
-from ragexp.stats.calibration import t_value
+from ragexp.stats.intervals import t_value
 from ragexp.stats.multiplicity import holm
 
 MIN_LABELS = 10
@@ -115,22 +115,28 @@ def _kappa(matrix: np.ndarray) -> float | None:
 
 
 def _kappa_interval(
-    pairs: Sequence[tuple[str, str]], order: Sequence[str], seed: int = 0
+    answers: Sequence[Sequence[tuple[str, str]]], order: Sequence[str], seed: int = 0
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the weighted kappa, resampling answers."""
-    if len(pairs) < MIN_LABELS:
-        return None
+    """Percentile bootstrap interval of the weighted kappa, resampling answers: ``answers``
+    holds each labelled answer's (judge, person) pairs, and an answer two people labelled is
+    drawn with both its pairs (they are not independent of each other)."""
     index = {label: i for i, label in enumerate(order)}
-    kept = np.array([(index[a], index[b]) for a, b in pairs if a in index and b in index])
-    if len(kept) < MIN_LABELS:
-        return None
     k = len(order)
+    matrices = []
+    for pairs in answers:
+        kept = [(index[a], index[b]) for a, b in pairs if a in index and b in index]
+        if kept:
+            matrix = np.zeros((k, k))
+            np.add.at(matrix, tuple(np.array(kept).T), 1.0)
+            matrices.append(matrix)
+    if sum(float(m.sum()) for m in matrices) < MIN_LABELS:
+        return None
+    stacked = np.array(matrices)
     rng = np.random.default_rng(seed)
     values = []
     for _ in range(BOOTSTRAP):
-        drawn = kept[rng.integers(0, len(kept), len(kept))]
-        matrix = np.zeros((k, k))
-        np.add.at(matrix, (drawn[:, 0], drawn[:, 1]), 1.0)
+        counts = np.bincount(rng.integers(0, len(stacked), len(stacked)), minlength=len(stacked))
+        matrix = np.tensordot(counts.astype(float), stacked, axes=1)
         kappa = _kappa(matrix) if np.count_nonzero(matrix.sum(0) + matrix.sum(1)) > 1 else None
         if kappa is not None:
             values.append(kappa)
@@ -213,7 +219,14 @@ def judge_card(labelled: Sequence[Labelled], vocabulary: Mapping[str, float]) ->
         n_labels=len(labelled),
         agreement=float(np.mean([a == b for a, b in pairs])) if pairs else None,
         kappa=weighted_kappa_ordered(pairs, order),
-        kappa_ci=_kappa_interval(pairs, order),
+        kappa_ci=_kappa_interval(
+            [
+                [(item.judge_label, h.label) for h in item.humans]
+                for item in labelled
+                if item.judge_label is not None
+            ],
+            order,
+        ),
         labels=order,
         confusion=confusion,
         leniency=float(np.mean(differences)) if differences else None,

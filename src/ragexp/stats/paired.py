@@ -1,12 +1,14 @@
 """Is run A better than run B? Paired statistics over the cases both runs scored.
 
-Per metric: the means of A and B over the paired cases, Δ = B − A, a 95% paired bootstrap
-interval of Δ (percentile, resampling cases), and a two-sided paired permutation test of Δ
+Per metric: the means of A and B over the paired cases, Δ = B − A, a 95% interval of Δ (the
+mean ± t standard errors, floored and cluster-robust: `ragexp.stats.difference`), and a
+two-sided paired permutation test of Δ
 (randomly swapping A and B within each case; exact when there are at most 2^13 swaps, else
 10,000 random ones). A permutation test suits judge labels: it needs no normal approximation,
 and ties and zero differences (most cases, when two configs agree) need no special rule.
 Statistics come from scipy; `decide` is the one rule that turns a test into a verdict, for
-``ragexp compare`` and for a sweep's rows alike. Views live in `ragexp.reporting`.
+``ragexp compare`` and for a sweep's rows alike, and it decides nothing below the minimum
+evidence of `ragexp.stats.evidence`. Views live in `ragexp.reporting`.
 """
 
 from __future__ import annotations
@@ -18,19 +20,20 @@ from typing import Literal
 import numpy as np
 
 from ragexp.results.case import CaseResult
-from ragexp.stats import ALPHA, CONFIDENCE
+from ragexp.stats import ALPHA
 from ragexp.stats.calibration import Corrected, case_scores, corrected_difference
-from ragexp.stats.clusters import (
-    cluster_bootstrap_ci,
-    cluster_permutation_p,
-    design_effect,
-    n_clusters,
-)
+from ragexp.stats.clusters import cluster_permutation_p, design_effect, n_clusters
+from ragexp.stats.difference import difference_ci
+from ragexp.stats.evidence import Evidence
 from ragexp.stats.noise import judge_noise, noise_floor
 
-Decision = Literal["no pairs", "too few", "within noise", "higher", "lower", "not distinguishable"]
+Decision = Literal[
+    "no pairs", "too few", "too few clusters", "within noise", "higher", "lower",
+    "not distinguishable",
+]  # fmt: skip
 """What a paired test says of B against A: ``higher``/``lower`` mean B's mean is above/below A's
-beyond chance (p < `ALPHA` and an interval of Δ that excludes 0)."""
+beyond chance (p < `ALPHA` and an interval of Δ that excludes 0); ``too few`` (cases) and ``too
+few clusters``: below `ragexp.stats.evidence.MIN_UNITS`, no verdict is reachable."""
 
 RESAMPLES = 10_000
 SEED = 0
@@ -77,6 +80,11 @@ class MetricComparison:
     """The standard deviation of the per-case differences (what power depends on)."""
 
     @property
+    def evidence(self) -> Evidence:
+        """How many paired cases and clusters the comparison rests on."""
+        return Evidence(self.n_paired, self.n_clusters)
+
+    @property
     def within_noise(self) -> bool:
         return (
             self.corrected is None
@@ -102,15 +110,16 @@ class MetricComparison:
 
 
 def decide(test: MetricComparison, p_value: float | None) -> Decision:
-    """The one rule from a paired test to a verdict: no paired cases; too few (under 2) to
-    tell; |Δ| under the judge-noise floor (a floor of 0 never explains a difference); B higher
-    or lower only when ``p_value`` < `ALPHA` and the interval of Δ excludes 0; else not
-    distinguishable. With human labels in both runs, the corrected Δ's interval is read (and
-    ``p_value`` is the corrected test's)."""
+    """The one rule from a paired test to a verdict: no paired cases; too few cases (or
+    clusters, when cases share documents) to reach a verdict at all (under
+    `ragexp.stats.evidence.MIN_UNITS`); |Δ| under the judge-noise floor (a floor of 0 never
+    explains a difference); B higher or lower only when ``p_value`` < `ALPHA` and the interval
+    of Δ excludes 0; else not distinguishable. With human labels in both runs, the corrected
+    Δ's interval is read (and ``p_value`` is the corrected test's)."""
     if test.delta is None or test.p_value is None or p_value is None:
         return "no pairs"
-    if test.n_paired < 2:
-        return "too few"
+    if not test.evidence.enough:
+        return "too few clusters" if test.evidence.clustered else "too few"
     if test.within_noise:
         return "within noise"
     low, high = test.interval()
@@ -120,6 +129,12 @@ def decide(test: MetricComparison, p_value: float | None) -> Decision:
         if high < 0:
             return "lower"
     return "not distinguishable"
+
+
+def shown_not_worse(low: float, margin: float) -> bool:
+    """The not-worse-than rule: the interval's lower bound strictly above −``margin`` (a bound
+    at −margin exactly has not shown that B is no worse by more than the margin)."""
+    return low > -margin
 
 
 def compare_cases(
@@ -182,11 +197,10 @@ def _compare_metric(
     cluster_of = {case.case_id: case.cluster or case.case_id for case in a}
     clusters = [cluster_of[case_id] for case_id, *_ in pairs]
     diff = score_b - score_a
-    if n_clusters(clusters) < len(pairs):  # some cases share a cluster: resample clusters
-        low, high = cluster_bootstrap_ci(diff, clusters)
+    low, high = difference_ci(diff, clusters)
+    if n_clusters(clusters) < len(pairs):  # some cases share a cluster: flip whole clusters
         p_value = cluster_permutation_p(diff, clusters)
     else:
-        low, high = paired_bootstrap_ci(score_a, score_b)
         p_value = paired_permutation_p(score_a, score_b)
     return MetricComparison(
         metric=name,
@@ -218,27 +232,11 @@ def _noise_floor(
     return noise_floor(variances[0], variances[-1], n) if variances else None
 
 
-def paired_bootstrap_ci(
-    a: np.ndarray, b: np.ndarray, confidence: float = CONFIDENCE, seed: int = SEED
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(b − a), resampling pairs."""
-    from scipy.stats import bootstrap
-
-    diff = b - a
-    if diff.size < 2 or np.all(diff == diff[0]):  # nothing to resample: the interval is a point
-        return float(diff.mean()), float(diff.mean())
-    result = bootstrap(
-        (diff,), np.mean, confidence_level=confidence, n_resamples=RESAMPLES,
-        method="percentile", rng=np.random.default_rng(seed),
-    )  # fmt: skip
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
 def paired_permutation_p(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> float:
     """Two-sided p-value of mean(b − a) ≠ 0, swapping each pair's members at random."""
     from scipy.stats import permutation_test
 
-    if np.all(a == b):
+    if np.all(a == b) or a.size < 2:  # one pair: both of its 2 swaps are as extreme, p = 1
         return 1.0
     result = permutation_test(
         (a, b), lambda x, y, axis: np.mean(y - x, axis=axis), permutation_type="samples",

@@ -23,6 +23,7 @@ import numpy as np
 from ragexp.results.jobs import JobResult
 from ragexp.results.summary import MetricSummary
 from ragexp.stats import ALPHA
+from ragexp.stats.calibration import Corrected
 from ragexp.stats.clusters import design_effect, effective_n
 from ragexp.stats.paired import MetricComparison, compare_cases
 
@@ -151,6 +152,11 @@ class MetricPlan:
     basis: str
     """``paired`` (differences between the pilot's jobs) or ``one run`` (no pair to measure:
     two configurations' scores taken as uncorrelated, which errs high)."""
+    corrected: CorrectedNeeds | None = None
+    """With human labels in the pilot's jobs: what the corrected difference (the one verdicts
+    read) needs, labels and cases each from its own variance term (the most any test needs)."""
+    corrected_terms: tuple[float, float] | None = None
+    """The corrected difference's variance: (the labels' term, the judge's term)."""
 
 
 def plan_metric(
@@ -171,9 +177,11 @@ def plan_metric(
     alpha = ALPHA / max(k - 1, 1)
     noise = [m.noise.case_variance for j in scored if (m := _summary_of(j, metric)) and m.noise]
     judge_variance = float(np.mean(noise)) if noise else None
-    variances, deffs, sizes = [], [], []
+    variances, deffs, sizes, corrected = [], [], [], []
     for other in (j for j in scored if j is not best):
         [test] = compare_cases(best.cases, other.cases, [metric])
+        if test.corrected is not None:
+            corrected.append(test.corrected)
         if test.sd is not None and test.n_paired >= 2:
             variances.append(test.sd**2)
             deffs.append(test.design_effect)
@@ -194,7 +202,22 @@ def plan_metric(
         metric=metric, n=n, configs=k, alpha=alpha, effect=effect, power=power, terms=terms,
         sd=sd, mde=mde(sd, effective_n(n, deff), alpha, power),
         cases_needed=cases_needed(sd, effect, alpha, power, deff), basis=basis,
+        corrected=_most_needed([corrected_needs(c, effect, alpha, power) for c in corrected]),
+        corrected_terms=max(
+            ((c.label_variance, c.judge_variance) for c in corrected), default=None, key=sum
+        ),
     )  # fmt: skip
+
+
+def _most_needed(needs: Sequence[CorrectedNeeds]) -> CorrectedNeeds | None:
+    """The most labels and cases any of ``needs`` asks for (None: one that no count reaches)."""
+    if not needs:
+        return None
+
+    def most(values: list[int | None]) -> int | None:
+        return None if any(v is None for v in values) else max(v for v in values if v)
+
+    return CorrectedNeeds(most([n.labels for n in needs]), most([n.cases for n in needs]))
 
 
 def _summary_of(job: JobResult, metric: str) -> MetricSummary | None:
@@ -215,7 +238,8 @@ def comparison_power(
 ) -> tuple[float | None, int | None]:
     """(MDE at the test's n, cases needed for ``effect``) of one paired comparison at ``alpha``
     (the level its test was held to); with human labels, from the corrected difference's
-    standard error."""
+    standard error, the cases from its judge's term alone (`corrected_needs`: more cases do
+    not shrink the labels' term; None when that term alone is too wide)."""
     if test.corrected is not None:
         from scipy.stats import norm
 
@@ -223,8 +247,7 @@ def comparison_power(
         detectable = z * test.corrected.se
         if detectable <= 0:
             return None, None
-        scale = (detectable / effect) ** 2
-        return detectable, math.ceil(test.n_paired * scale)
+        return detectable, corrected_needs(test.corrected, effect, alpha, power).cases
     if test.sd is None:
         return None, None
     n_eff = effective_n(test.n_paired, test.design_effect)
@@ -247,3 +270,53 @@ def noninferiority_cases(
         return None
     z = float(norm.ppf(0.975) + norm.ppf(power))
     return min(MAX_CASES, math.ceil((z * sd / room) ** 2 * max(deff, 1.0)))
+
+
+def noninferiority_labels(corrected: Corrected, margin: float, power: float = POWER) -> int | None:
+    """Labelled cases for a corrected interval of Δ to clear −``margin`` with ``power`` when
+    the true difference is the corrected Δ: the labels' part of the variance shrinks with more
+    labels, the judge's part does not (it shrinks with more cases); None when Δ is at or below
+    −margin, or the judge's part alone is too wide."""
+    from scipy.stats import norm
+
+    room = margin + corrected.mean
+    if room <= 0:
+        return None
+    z = float(norm.ppf(0.975) + norm.ppf(power))
+    left = (room / z) ** 2 - corrected.judge_variance
+    if left <= 0 or corrected.label_variance <= 0:
+        return None
+    return min(MAX_CASES, math.ceil(corrected.n_labels * corrected.label_variance / left))
+
+
+@dataclass(frozen=True)
+class CorrectedNeeds:
+    """What a corrected difference needs to detect an effect, each from its own variance term:
+    ``labels`` at the cases as they are (the labels' term shrinks, the judge's stays), ``cases``
+    at the labels as they are (the judge's term shrinks, the labels' stays); None where the
+    other term alone is already too wide."""
+
+    labels: int | None
+    cases: int | None
+
+
+def corrected_needs(
+    corrected: Corrected, effect: float, alpha: float = ALPHA, power: float = POWER
+) -> CorrectedNeeds:
+    """Labels and cases for ``corrected`` (a PPI++ difference, or mean) to detect ``effect``
+    with ``power`` at ``alpha``: the variance target is (effect / (z_α/2 + z_power))²."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    target = (effect / z) ** 2
+    labels_term, judge_term = corrected.label_variance, corrected.judge_variance
+
+    def needed(have: int, term: float, other: float) -> int | None:
+        if target <= other:
+            return None
+        return max(have, min(MAX_CASES, math.ceil(have * term / (target - other))))
+
+    return CorrectedNeeds(
+        labels=needed(corrected.n_labels, labels_term, judge_term) if labels_term > 0 else None,
+        cases=needed(corrected.n_judged, judge_term, labels_term),
+    )

@@ -276,6 +276,7 @@ def _references(
 VERDICTS: dict[Decision, str] = {
     "no pairs": "no paired cases",
     "too few": "too few paired cases to tell",
+    "too few clusters": "no verdict reachable: too few documents",
     "within noise": "within judge noise",
     "lower": "worse than {versus}",
     "higher": "better than {versus}",

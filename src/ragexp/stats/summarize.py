@@ -1,4 +1,5 @@
-"""A run's summary: per metric its mean with a 95% Wilson interval, label counts, parse failures
+"""A run's summary: per metric its mean with a 95% Wilson interval (at n / deff cases, with t at
+G − 1 degrees of freedom when cases share documents), label counts, parse failures
 and errors, the judge's noise; LLM calls by role; failed cases by kind."""
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
     scores = [score for score, _ in scored]
     clusters = [cluster for _, cluster in scored]
     deff = design_effect(scores, clusters)
-    low, high = mean_ci(scores, n_eff=effective_n(len(scores), deff)) if scores else (None, None)
+    low, high = (
+        mean_ci(scores, n_eff=effective_n(len(scores), deff), clusters=n_clusters(clusters))
+        if scores
+        else (None, None)
+    )
     labels = Counter(r.label for r in results if r.label is not None and r.error is None)
     return MetricSummary(
         mean=float(np.mean(scores)) if scores else None,

@@ -1,0 +1,99 @@
+"""The 95% interval of a mean paired difference Δ = mean(B − A), never of zero width.
+
+- Yes/no scores (every difference −1, 0 or +1), every case its own cluster: Tango's score
+  interval for a difference of paired proportions (Tango 1998), the Δ₀ whose score test does
+  not reject, with the variance under Δ₀ from the restricted maximum likelihood. With 5 cases
+  whose differences are all 0 it is ±0.43, not 0.000 … 0.000; and at the boundary of a
+  not-worse-than gate with a discordant pair or two among 20 it passes under 2.5% of the time
+  (a percentile bootstrap: 29.5%, a t interval: 3.5%).
+- Otherwise the mean ± Student's t standard errors. The standard error is the larger of the
+  sample's and the floor of `ragexp.stats.floors` (half a pseudo-pair in each cell of the
+  paired table).
+- When cases share documents it is the cluster-robust (CR1) standard error, never below the
+  per-case one (a design effect under 1 is taken as 1), with G − 1 degrees of freedom for G
+  clusters: with few clusters the variance is estimated from few numbers, and z (or a cluster
+  bootstrap) excluded 0 under a true null 12–23% of the time at 3–8 documents.
+- Differences of scores in [0, 1] lie in [−1, 1], and so does the interval.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragexp.stats import CONFIDENCE
+from ragexp.stats.clusters import cr1_sum_variance, n_clusters
+from ragexp.stats.floors import difference_floor
+from ragexp.stats.intervals import t_value, z_value
+
+
+def difference_se(diff: np.ndarray, clusters: Sequence[str] | None = None) -> tuple[float, int]:
+    """The floored (and, with shared clusters, cluster-robust) standard error of mean(diff),
+    and its degrees of freedom (n − 1, or G − 1 for G clusters)."""
+    n = diff.size
+    variance = float(diff.var(ddof=1)) if n > 1 else 0.0
+    se2 = max(variance, difference_floor(n)) / n
+    g = n_clusters(clusters) if clusters is not None else n
+    if 1 < g < n and clusters is not None:
+        robust = cr1_sum_variance(diff - diff.mean(), clusters) / n**2
+        return math.sqrt(max(se2, robust)), g - 1
+    return math.sqrt(se2), n - 1
+
+
+def difference_ci(
+    diff: Sequence[float] | np.ndarray,
+    clusters: Sequence[str] | None = None,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """The interval of mean(diff) (see the module docstring); ``clusters``: each difference's
+    cluster (None: every case its own)."""
+    d = np.asarray(diff, dtype=float)
+    if d.size == 0:
+        return float("nan"), float("nan")
+    mean = float(d.mean())
+    alone = clusters is None or n_clusters(clusters) == d.size
+    if alone and np.all(np.isin(d, (-1.0, 0.0, 1.0))):
+        return tango_ci(int(np.sum(d < 0)), int(np.sum(d > 0)), d.size, confidence)
+    se, df = difference_se(d, clusters)
+    half = t_value(df, confidence) * se
+    return max(-1.0, min(mean, mean - half)), min(1.0, max(mean, mean + half))
+
+
+@functools.lru_cache(maxsize=4096)
+def tango_ci(
+    worse: int, better: int, n: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Tango's score interval of Δ = p(B better) − p(B worse) over ``n`` pairs, ``worse`` of
+    them A = 1, B = 0 and ``better`` A = 0, B = 1."""
+    from scipy.optimize import brentq
+
+    z = z_value(confidence)
+    observed = (better - worse) / n
+
+    def score(delta: float) -> float:
+        return _tango_score(worse, better, n, delta) - z
+
+    def below(delta: float) -> float:
+        return _tango_score(worse, better, n, delta) + z
+
+    eps = 1e-12
+    low = -1.0 if score(-1.0 + eps) <= 0 else brentq(score, -1.0 + eps, observed, xtol=1e-10)
+    high = 1.0 if below(1.0 - eps) >= 0 else brentq(below, observed, 1.0 - eps, xtol=1e-10)
+    return min(float(low), observed), max(float(high), observed)
+
+
+def _tango_score(worse: int, better: int, n: int, delta: float) -> float:
+    """Tango's statistic (c − b − nΔ₀) / √(n (2 q̃ + Δ₀ (1 − Δ₀))), q̃ the restricted maximum
+    likelihood estimate of p(B worse) under Δ = Δ₀: the root of 2n q² − B q − b Δ₀ (1 − Δ₀)
+    with B = (b + c)(1 − Δ₀) − 2 Δ₀ (n − c)."""
+    b, c = worse, better
+    linear = (b + c) * (1 - delta) - 2 * delta * (n - c)
+    q = (linear + math.sqrt(max(linear**2 + 8 * n * b * delta * (1 - delta), 0.0))) / (4 * n)
+    q = max(q, -delta, 0.0)
+    variance = n * (2 * q + delta * (1 - delta))
+    if variance <= 0:
+        return math.copysign(math.inf, c - b - n * delta) if c - b != n * delta else 0.0
+    return (c - b - n * delta) / math.sqrt(variance)

@@ -1,0 +1,54 @@
+"""``ragexp compare``'s table says when its intervals rest on few documents, and with 5 or fewer
+that no verdict is reachable and what would make one reachable (`ragexp.reporting.compare`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragexp.reporting.compare import render
+from ragexp.results import CaseResult, MetricResult
+from ragexp.stats.paired import compare_cases
+
+METRIC = "faithfulness"
+
+
+def _cases(scores: np.ndarray, documents: int) -> list[CaseResult]:
+    return [
+        CaseResult(
+            case_id=f"c{i}", question="q", cluster=f"doc-{i % documents}",
+            metrics={METRIC: MetricResult(score=float(s))},
+        )
+        for i, s in enumerate(scores)
+    ]  # fmt: skip
+
+
+def _table(documents: int) -> str:
+    a = np.zeros(60)
+    b = np.ones(60)  # B better on every case: still no verdict with 3 documents
+    comparisons = compare_cases(_cases(a, documents), _cases(b, documents))
+    return render("a", "b", comparisons, markdown=True)
+
+
+def test_a_3_document_comparison_says_no_verdict_is_reachable() -> None:
+    text = _table(3)
+    assert "no verdict reachable: too few documents |" in text
+    assert (
+        "Only 3 clusters (documents): intervals use Student's t with 2 degrees of freedom" in text
+    )
+    assert (
+        "No verdict is reachable with 3 documents: a sign-flip test over 3 clusters has a "
+        "smallest p of 0.25, never under 0.05. Add cases from more documents (6 or more), or "
+        "set compare.cluster=off if the cases are in fact independent."
+    ) in text
+
+
+def test_8_documents_reach_a_verdict_with_a_note() -> None:
+    text = _table(8)
+    assert "B is better |" in text
+    assert "Only 8 clusters (documents)" in text
+    assert "No verdict is reachable" not in text
+
+
+def test_independent_cases_carry_no_cluster_note() -> None:
+    text = _table(60)
+    assert "clusters (documents)" not in text
