@@ -88,13 +88,14 @@ def _settings(
 def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
     """The rows of the system under test (ragexp's generator, retriever and prompt, or the
     system's kind and where it is) and of the judge."""
-    judge = f"| judge | {code(config.judge.model, cell=True)} ({backends.get('judge', 'not used')}) |"
+    judge_backend = backends.get("judge", "not used")
+    judge = f"| judge | {code(config.judge.model, cell=True)} ({judge_backend}) |"
     system = config.system
     if system.kind != "ragexp":
         where = system.target or system.url or system.path
         options = ", ".join(f"{k}={v}" for k, v in system.options.items())
         return [
-            f"| system | {system.kind}" + (f" {code(where, cell=True)}" if where else "")
+            f"| system | {system.kind}" + (f" {code(str(where), cell=True)}" if where else "")
             + (f", model {code(system.model, cell=True)}" if system.model else "") + " |",
             *([f"| system options | {text(options, cell=True)} |"] if options else []),
             judge,
