@@ -103,19 +103,25 @@ def render(
     lines += _corrected_lines(comparisons)
     lines += _cost_lines(*costs)
     for c in comparisons:
-        if not c.differing:
-            continue
-        shown = c.differing if markdown else c.differing[:SHOWN_IN_TERMINAL]
-        lines += ["", f"{'## ' if markdown else ''}{c.metric}: {len(c.differing)} cases differ"]
-        shown_as = text if markdown else str  # case ids and labels are text from outside
-        lines += [
-            f"- {shown_as(d.case_id)}: A {shown_as(str(d.label_a or d.score_a))} → "
-            f"B {shown_as(str(d.label_b or d.score_b))}"
-            for d in shown
-        ]
-        if len(shown) < len(c.differing):
-            lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")
+        lines += _differing_lines(c, markdown)
     return "\n".join(lines) + "\n"
+
+
+def _differing_lines(c: MetricComparison, markdown: bool) -> list[str]:
+    """The cases whose labels differ: the first few in the terminal, all in markdown."""
+    if not c.differing:
+        return []
+    shown = c.differing if markdown else c.differing[:SHOWN_IN_TERMINAL]
+    shown_as = text if markdown else str  # case ids and labels are text from outside
+    lines = ["", f"{'## ' if markdown else ''}{c.metric}: {len(c.differing)} cases differ"]
+    lines += [
+        f"- {shown_as(d.case_id)}: A {shown_as(str(d.label_a or d.score_a))} → "
+        f"B {shown_as(str(d.label_b or d.score_b))}"
+        for d in shown
+    ]
+    if len(shown) < len(c.differing):
+        lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")
+    return lines
 
 
 def _clusters(c: MetricComparison) -> str:
