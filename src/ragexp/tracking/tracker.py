@@ -79,6 +79,11 @@ class Tracker:
     def _inbox(self) -> Any:
         return self._worker.inbox
 
+    @property
+    def tracking_pid(self) -> int | None:
+        """The id of the tracking process that writes this run."""
+        return self._worker.process.pid
+
     def begin(self, tags: Mapping[str, str]) -> None:
         """The run really starts (its backends answered): create the MLflow run. Returns at
         once: the first case never waits for MLflow; if the store cannot be used,
@@ -117,11 +122,9 @@ class Tracker:
 
     def _release(self) -> None:
         """A process that ended its run cleanly waits for this process's next run; any other
-        is stopped."""
+        is left to end by itself (told to at this process's exit) and never reused."""
         if self._finished.is_set() and self.error is None and self._clean:
             warm.give_back(self._worker)
-        else:
-            self._worker.stop()
 
     def _at_exit(self) -> None:
         """The job's process ends without `finish` (an error between `start` and the run's
