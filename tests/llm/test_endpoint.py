@@ -194,3 +194,51 @@ def test_a_list_of_urls_is_a_pool_and_one_url_in_a_list_is_that_url() -> None:
     assert one.base_url == "http://127.0.0.1:1"
     with pytest.raises(ValueError, match="the same server is listed twice"):
         LLMConfig(model="m", base_url=["http://127.0.0.1:1", "http://127.0.0.1:1"])  # type: ignore[arg-type]
+
+
+def test_a_run_whose_judge_server_dies_midway_finishes_with_every_case_scored(
+    tmp_path: Path,
+) -> None:
+    """The real command: a judge pool of two loopback servers, one killed mid-run."""
+    import json
+    import threading
+
+    from tests.cli_run import OLLAMA_MODELS, run_ragexp
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama(OLLAMA_MODELS, delay_s=0.05) as a, FakeOllama(OLLAMA_MODELS, delay_s=0.05) as b:
+        b_url = b.url
+        stopped = threading.Event()
+
+        def kill_b_after_ten_calls() -> None:
+            while len(b.requests_to("/api/chat")) < 10 and not stopped.is_set():
+                stopped.wait(0.01)
+            b.stop()
+
+        killer = threading.Thread(target=kill_b_after_ten_calls)
+        killer.start()
+        try:
+            result = run_ragexp(
+                "llm=ollama", "tracking.enabled=false", "hydra.run.dir=outputs/run",
+                f"generator.base_url={a.url}", f"judge.base_url=[{a.url},{b_url}]",
+                "judge.max_attempts=2", "judge.retry_backoff_s=0.01",
+                cwd=tmp_path,
+            )  # fmt: skip
+        finally:
+            stopped.set()
+            killer.join()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    judged_by_b = [r for r in b.requests_to("/api/chat") if r.body["model"] == "llama3.2:3b"]
+    assert 10 <= len(judged_by_b) < 30  # killed midway through the judge calls
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert [w for w in warnings if "stopped answering" in w] == [
+        next(w for w in warnings if w.startswith(f"ragexp: warning: judge.base_url {b_url} "))
+    ]
+    cases = [
+        json.loads(line) for line in (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
+    ]
+    assert len(cases) == 24  # the demo's cases, every one
+    for case in cases:
+        assert case["error"] is None
+        assert all(m["error"] is None and m["score"] is not None for m in case["metrics"].values())
