@@ -155,7 +155,7 @@ def test_a_server_that_stops_answering_leaves_the_pool_and_every_call_is_answere
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"ragexp: warning: judge.base_url {b_url} stopped answering")
     assert warnings[0].endswith("taken out of the pool, 1 server(s) left")
-    assert [s.out for s in endpoint.servers] == [False, True]
+    assert endpoint.out_of_pool() == [b_url]
 
 
 def test_the_cache_key_does_not_depend_on_the_server_that_answered(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ class Server:
 
 @dataclass
 class Endpoint:
-    """A backend plus the bound on its calls in flight (or a pool of them, `servers`); shared by
+    """A backend plus the bound on its calls in flight (or a pool of them, `_servers`); shared by
     everything using that endpoint."""
 
     backend: Backend
@@ -55,20 +55,24 @@ class Endpoint:
     cached: int = field(default=0)
     """Calls served from the cache."""
     cache: CallCache | None = None
-    servers: list[Server] = field(default_factory=list)
+    _servers: list[Server] = field(default_factory=list)
     """Its servers, the first one `backend`; one unless `base_url` is a list."""
     path: str = ""
     """Its config's key path (``judge``), for messages."""
 
     def __post_init__(self) -> None:
-        if not self.servers:
-            self.servers = [Server(self.backend, self.semaphore, self.config.resolved_base_url())]
+        if not self._servers:
+            self._servers = [Server(self.backend, self.semaphore, self.config.resolved_base_url())]
+
+    def out_of_pool(self) -> list[str]:
+        """The servers taken out of the pool: they stopped answering."""
+        return [server.url for server in self._servers if server.out]
 
     async def _on_a_server(self, call: Callable[[Backend], Awaitable[T]]) -> T:
         """``call`` on the server with the fewest calls in flight; again on the next one if it
         cannot be reached and others are left."""
         while True:
-            left = [s for s in self.servers if not s.out]
+            left = [s for s in self._servers if not s.out]
             server = min(left, key=lambda s: (s.in_flight, s.calls))
             server.in_flight += 1
             try:
@@ -79,7 +83,7 @@ class Endpoint:
             except BackendUnavailable as exc:
                 if server.out:  # another call took it out meanwhile: on to the next
                     continue
-                if sum(1 for s in self.servers if not s.out) == 1:
+                if sum(1 for s in self._servers if not s.out) == 1:
                     raise  # the last one fails as a single server does
                 server.out = True
                 print(
@@ -193,7 +197,7 @@ class EndpointPool:
                 servers.append(Server(backend, semaphore, url))
             first = servers[0]
             self._endpoints[key] = Endpoint(
-                first.backend, config, name, first.semaphore, cache=self.cache, servers=servers,
+                first.backend, config, name, first.semaphore, cache=self.cache, _servers=servers,
                 path=path,
             )  # fmt: skip
         return self._endpoints[key]
@@ -205,10 +209,10 @@ class EndpointPool:
         """Check every endpoint before any case runs; raises the first problem found (for a
         pool: servers that serve different builds of its model, one line)."""
         for endpoint in self._endpoints.values():
-            ids = [await server.backend.preflight() for server in endpoint.servers]
+            ids = [await server.backend.preflight() for server in endpoint._servers]
             if len(set(ids)) > 1:
                 served = ", ".join(
-                    f"{s.url} has {i}" for s, i in zip(endpoint.servers, ids, strict=True)
+                    f"{s.url} has {i}" for s, i in zip(endpoint._servers, ids, strict=True)
                 )
                 raise ConfigError(
                     f"{endpoint.path}.base_url: the servers serve different builds of "
@@ -219,5 +223,5 @@ class EndpointPool:
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints.values():
-            for server in endpoint.servers:
+            for server in endpoint._servers:
                 await server.backend.aclose()
