@@ -129,7 +129,14 @@ def warm_up(uri: str, experiment: str) -> None:
 
 
 def _started() -> TrackingProcess:
+    """A new process, told to end when this one does. Through multiprocessing's own exit
+    (`multiprocessing.util.Finalize`), not only `atexit`: a process that is itself a
+    multiprocessing child (a joblib worker) runs no atexit handler, and its exit waits for its
+    children: an idle tracking process never told to quit would hang it."""
+    from multiprocessing import util
+
     process = TrackingProcess()
+    util.Finalize(None, process.stop, exitpriority=10)
     atexit.register(process.stop)
     return process
 
