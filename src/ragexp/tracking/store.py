@@ -1,7 +1,7 @@
 """Opening an MLflow tracking store: fast to fail, safe to create from several processes at once.
 
-Used by the tracker process of a job (`ragexp.tracking.writer`) and by a sweep's launching
-process (`ragexp.sweep.parent`). `open_store` does, in order:
+Used by the tracking process (`ragexp.tracking.writer`); `check_store` alone also by the job and
+by a sweep's launching process, which never import MLflow. `open_store` does, in order:
 
 1. `check_store`: checks MLflow would take minutes to fail, made without MLflow in well under a
    second: a sqlite file that cannot be created (its folder is a file, or is not writable: MLflow
