@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ragexp.config.llm import EmbedderConfig, LLMConfig
 from ragexp.llm.cache import CallCache
@@ -88,3 +91,154 @@ def test_embeddings_of_another_model_miss_the_cache(tmp_path: Path) -> None:
     finally:
         cache.close()
     assert second.embeds == [texts]  # another model embeds them itself
+
+
+# -- a pool of servers (`base_url` as a list) ------------------------------------------------
+
+
+def _pool_config(*urls: str, **kw: object) -> LLMConfig:
+    return LLMConfig(
+        backend="ollama", model="llama3.2:3b", base_url=list(urls), concurrency=2,
+        max_attempts=2, retry_backoff_s=0.01, timeout_s=5, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+async def _pool_calls(config: LLMConfig, n: int, cache: CallCache | None = None) -> Any:
+    from ragexp.llm.endpoint import EndpointPool
+    from ragexp.plugins.manager import registry
+
+    pool = EndpointPool(registry().backends, cache)
+    endpoint = pool.get("judge", config)
+    await pool.preflight()
+    try:
+        prompts = [[{"role": "user", "content": f"question {i}"}] for i in range(n)]
+        done = await asyncio.gather(*(endpoint.chat(p) for p in prompts))  # type: ignore[arg-type]
+    finally:
+        await pool.aclose()
+    return endpoint, done
+
+
+def test_a_pool_of_two_servers_shares_the_calls() -> None:
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama(delay_s=0.02) as a, FakeOllama(delay_s=0.02) as b:
+        endpoint, done = asyncio.run(_pool_calls(_pool_config(a.url, b.url), 60))
+        shares = [len(s.requests_to("/api/chat")) / 60 for s in (a, b)]
+        assert len(done) == 60 and sum(shares) == 1.0
+        assert all(0.35 <= share <= 0.65 for share in shares), shares
+        assert a.max_in_flight <= 2 and b.max_in_flight <= 2  # each its own concurrency
+        assert endpoint.calls == 60
+
+
+def test_a_server_that_stops_answering_leaves_the_pool_and_every_call_is_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import threading
+
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama(delay_s=0.02) as a, FakeOllama(delay_s=0.02) as b:
+        b_url = b.url
+
+        def kill_b_after_five_calls() -> None:
+            while len(b.requests_to("/api/chat")) < 5:
+                threading.Event().wait(0.005)
+            b.stop()
+
+        killer = threading.Thread(target=kill_b_after_five_calls)
+        killer.start()
+        endpoint, done = asyncio.run(_pool_calls(_pool_config(a.url, b.url), 60))
+        killer.join()
+    assert len(done) == 60 and all(c.text for c in done)
+    assert len(a.requests_to("/api/chat")) + len(b.requests_to("/api/chat")) >= 60
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"ragexp: warning: judge.base_url {b_url} stopped answering")
+    assert warnings[0].endswith("taken out of the pool, 1 server(s) left")
+    assert endpoint.out_of_pool() == [b_url]
+
+
+def test_the_cache_key_does_not_depend_on_the_server_that_answered(tmp_path: Path) -> None:
+    from tests.ollama_server import FakeOllama
+
+    cache = CallCache(tmp_path / "cache")
+    with FakeOllama() as a, FakeOllama() as b:
+        asyncio.run(_pool_calls(_pool_config(a.url, b.url), 6, cache))
+        assert len(a.requests_to("/api/chat")) + len(b.requests_to("/api/chat")) == 6
+        a.clear_requests()
+        b.clear_requests()
+        again, _ = asyncio.run(_pool_calls(_pool_config(b.url, a.url), 6, cache))
+        assert again.cached == 6 and again.calls == 0
+        assert a.requests_to("/api/chat") == b.requests_to("/api/chat") == []
+
+
+def test_servers_of_a_pool_that_serve_different_builds_fail_preflight_in_one_line() -> None:
+    from ragexp.errors import ConfigError
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama() as a, FakeOllama({"llama3.2:3b": {"digest": "0" * 64}}) as b:
+        b_url = b.url
+        with pytest.raises(ConfigError) as caught:
+            asyncio.run(_pool_calls(_pool_config(a.url, b.url), 1))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("judge.base_url: the servers serve different builds of 'llama3.2:3b'")
+    assert f"{b_url} has {'0' * 64}" in message
+
+
+def test_a_list_of_urls_is_a_pool_and_one_url_in_a_list_is_that_url() -> None:
+    pool = LLMConfig(model="m", base_url=["http://127.0.0.1:1/", "http://127.0.0.1:2"])  # type: ignore[arg-type]
+    assert pool.base_urls() == ["http://127.0.0.1:1", "http://127.0.0.1:2"]
+    assert pool.for_server("http://127.0.0.1:2").base_urls() == ["http://127.0.0.1:2"]
+    one = LLMConfig(model="m", base_url=["http://127.0.0.1:1"])  # type: ignore[arg-type]
+    assert one.base_url == "http://127.0.0.1:1"
+    with pytest.raises(ValueError, match="the same server is listed twice"):
+        LLMConfig(model="m", base_url=["http://127.0.0.1:1", "http://127.0.0.1:1"])  # type: ignore[arg-type]
+
+
+def test_a_run_whose_judge_server_dies_midway_finishes_with_every_case_scored(
+    tmp_path: Path,
+) -> None:
+    """The real command: a judge pool of two loopback servers, one killed mid-run."""
+    import json
+    import threading
+
+    from tests.cli_run import OLLAMA_MODELS, run_ragexp
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama(OLLAMA_MODELS, delay_s=0.05) as a, FakeOllama(OLLAMA_MODELS, delay_s=0.05) as b:
+        b_url = b.url
+        stopped = threading.Event()
+
+        def kill_b_after_ten_calls() -> None:
+            while len(b.requests_to("/api/chat")) < 10 and not stopped.is_set():
+                stopped.wait(0.01)
+            b.stop()
+
+        killer = threading.Thread(target=kill_b_after_ten_calls)
+        killer.start()
+        try:
+            result = run_ragexp(
+                "llm=ollama", "tracking.enabled=false", "hydra.run.dir=outputs/run",
+                f"generator.base_url={a.url}", f"judge.base_url=[{a.url},{b_url}]",
+                "judge.max_attempts=2", "judge.retry_backoff_s=0.01",
+                cwd=tmp_path,
+            )  # fmt: skip
+        finally:
+            stopped.set()
+            killer.join()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    judged_by_b = [r for r in b.requests_to("/api/chat") if r.body["model"] == "llama3.2:3b"]
+    assert 10 <= len(judged_by_b) < 30  # killed midway through the judge calls
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert [w for w in warnings if "stopped answering" in w] == [
+        next(w for w in warnings if w.startswith(f"ragexp: warning: judge.base_url {b_url} "))
+    ]
+    cases = [
+        json.loads(line) for line in (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
+    ]
+    assert len(cases) == 24  # the demo's cases, every one
+    for case in cases:
+        assert case["error"] is None
+        assert all(m["error"] is None and m["score"] is not None for m in case["metrics"].values())

@@ -17,7 +17,6 @@ def test_the_names_are_mlflows_own() -> None:
         (names.SPAN_CHAT_USAGE, span.CHAT_USAGE), (names.TRACE_SOURCE_RUN, meta.SOURCE_RUN),
         (names.TRACE_INPUTS, meta.INPUTS), (names.TRACE_OUTPUTS, meta.OUTPUTS),
         (names.TRACE_TOKEN_USAGE, meta.TOKEN_USAGE),
-        (names.TRACE_INFO_FINALIZED, meta.TRACE_INFO_FINALIZED),
         (names.TRACE_SCHEMA_VERSION_KEY, c.TRACE_SCHEMA_VERSION_KEY),
         (names.TRACE_SCHEMA_VERSION, c.TRACE_SCHEMA_VERSION),
         (names.TRACE_NAME, tag.TRACE_NAME), (names.SPANS_LOCATION, tag.SPANS_LOCATION),

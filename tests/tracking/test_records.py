@@ -27,7 +27,7 @@ def test_a_trace_is_stamped_with_its_experiment_and_run() -> None:
 
 
 def test_assessments_become_mlflows_entities() -> None:
-    from mlflow.entities import AssessmentSource, Expectation, Feedback
+    from mlflow.entities import AssessmentError, AssessmentSource, Expectation, Feedback
 
     feedback = Assessment(
         kind="feedback", name="faithfulness", value=None, source_type="LLM_JUDGE",
@@ -37,10 +37,12 @@ def test_assessments_become_mlflows_entities() -> None:
     expected = Feedback(
         name="faithfulness", value=None,
         source=AssessmentSource(source_type="LLM_JUDGE", source_id="judge"),
-        rationale="timed out", metadata={"label": "None"}, error="judge timed out",
+        rationale="timed out", metadata={"label": "None"},
+        error=AssessmentError(error_code="ASSESSMENT_ERROR", error_message="judge timed out"),
     )  # fmt: skip
     assert isinstance(feedback, Feedback)
-    assert feedback.error.error_code == "ASSESSMENT_ERROR" == expected.error.error_code
+    assert feedback.error.error_code == "ASSESSMENT_ERROR"
+    assert feedback.error.error_message == "judge timed out"
     assert feedback.to_dictionary() == {
         **expected.to_dictionary(),
         "create_time": feedback.to_dictionary()["create_time"],

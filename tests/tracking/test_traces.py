@@ -115,7 +115,7 @@ def test_logged_traces_carry_the_reference_as_an_expectation_and_their_token_usa
         case_trace(case, config).stamped(experiment_id, run_id)
         for case in (referenced, unreferenced)
     ]
-    # The totals travel in the trace's info (the store would otherwise sum the spans itself).
+    # The job's trace carries its totals; MLflow's log_spans sums the same from the spans.
     assert built[0].info().token_usage == {
         "input_tokens": 150,
         "output_tokens": 23,

@@ -66,8 +66,10 @@ class LLMConfig(StrictModel):
     """`auto` (bundled model names go to `embedded`, all others to `ollama`), or a backend name."""
     model: str
     """Model name as the backend knows it, e.g. `smollm2:135m`, `llama3.2:3b`."""
-    base_url: str | None = None
-    """Server URL; for Ollama, default `$OLLAMA_HOST` or http://localhost:11434."""
+    base_url: str | tuple[str, ...] | None = None
+    """Server URL; for Ollama, default `$OLLAMA_HOST` or http://localhost:11434. A list is a
+    pool of servers of the same model: calls go to the one with the fewest in flight, each
+    with its own `concurrency`, and one that stops answering is taken out of the pool."""
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int | None = 42
     num_ctx: int = Field(4096, ge=256)
@@ -85,6 +87,18 @@ class LLMConfig(StrictModel):
     """Name of the environment variable holding the API key (never the key itself)."""
     keep_alive: str | None = None
     """Ollama only: how long the server keeps the model loaded after a call, e.g. `10m`."""
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: Any) -> Any:
+        """A list of URLs is a pool (a tuple, so the config stays hashable); one URL in a list
+        is that URL; an empty list is none."""
+        if isinstance(value, (list, tuple)):
+            urls = tuple(str(url).strip() for url in value if str(url).strip())
+            if len(set(urls)) != len(urls):
+                raise ValueError("the same server is listed twice")
+            return None if not urls else urls[0] if len(urls) == 1 else urls
+        return value
 
     @field_validator("backend")
     @classmethod
@@ -111,10 +125,21 @@ class LLMConfig(StrictModel):
         )
 
     def resolved_base_url(self) -> str:
-        """The URL to call: `base_url`, else Ollama's `OLLAMA_HOST` convention."""
+        """The URL to call: `base_url`, else Ollama's `OLLAMA_HOST` convention (a pool's URLs
+        joined by ", ", to show; each server's own config is `for_server`)."""
+        return ", ".join(self.base_urls())
+
+    def base_urls(self) -> list[str]:
+        """Every server of this endpoint: `base_url` (one, or a pool), else `OLLAMA_HOST`."""
+        if isinstance(self.base_url, tuple):
+            return [url.rstrip("/") for url in self.base_url]
         if self.base_url:
-            return self.base_url.rstrip("/")
-        return ollama_host_url(os.environ.get("OLLAMA_HOST", ""))
+            return [self.base_url.rstrip("/")]
+        return [ollama_host_url(os.environ.get("OLLAMA_HOST", ""))]
+
+    def for_server(self, url: str) -> LLMConfig:
+        """This endpoint's config for one server of its pool."""
+        return self.model_copy(update={"base_url": url})
 
     def api_key(self) -> str | None:
         """The secret itself, read from the environment at call time, never stored."""

@@ -125,10 +125,6 @@ class TrackingConfig(StrictModel):
     the working directory."""
     experiment: str | None = None
     """The MLflow experiment; not given: $MLFLOW_EXPERIMENT_NAME, else ragexp."""
-    writer: Literal["auto", "mlflow"] = "auto"
-    """`auto`: an existing SQLite store of the MLflow schema ragexp knows is written directly
-    (`ragexp.tracking.tables`), any other through MLflow's client; `mlflow`: always MLflow's
-    client."""
 
     def uri(self) -> str:
         return self.tracking_uri or os.environ.get(URI_ENV, "").strip() or DEFAULT_TRACKING_URI

@@ -1,24 +1,49 @@
 """The client the pipeline calls an LLM through: an `Endpoint` per distinct LLM config, with the
-call cache in front of the backend and a bound on calls in flight shared per server; the
-`EndpointPool` builds them and checks them before any case runs."""
+call cache in front of its servers (one, or a pool: `base_url` as a list) and a bound on calls in
+flight shared per server; the `EndpointPool` builds them and checks them before any case runs.
+
+A pool sends each call to the server with the fewest calls in flight (ties: the fewest made), each
+server with its own bound; a server that cannot be reached (`BackendUnavailable`, after its
+retries) is taken out with one warning line and the call goes to the next; the last one left
+fails as a single server does. The cache key holds the model's identity, never the server: the
+servers must serve the same build, checked at preflight."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ragexp.config.llm import LLMConfig
-from ragexp.errors import ConfigError
+from ragexp.errors import BackendUnavailable, ConfigError
 from ragexp.llm.cache import CallCache, call_key, decoding_options
 from ragexp.llm.interface import Backend, BackendSpec, Completion, Message, resolve_backend_name
 from ragexp.llm.retry import slot
 
+T = TypeVar("T")
+
+
+@dataclass
+class Server:
+    """One server of an endpoint: its backend and its own bound on calls in flight."""
+
+    backend: Backend
+    semaphore: asyncio.Semaphore
+    url: str
+    in_flight: int = 0
+    calls: int = 0
+    """Calls this server answered or was sent (cache hits not included)."""
+    out: bool = False
+    """Taken out of the pool: it stopped answering."""
+
 
 @dataclass
 class Endpoint:
-    """A backend plus the bound on its calls in flight; shared by everything using that endpoint."""
+    """A backend plus the bound on its calls in flight (or a pool of them, `_servers`); shared by
+    everything using that endpoint."""
 
     backend: Backend
     config: LLMConfig
@@ -30,6 +55,44 @@ class Endpoint:
     cached: int = field(default=0)
     """Calls served from the cache."""
     cache: CallCache | None = None
+    _servers: list[Server] = field(default_factory=list)
+    """Its servers, the first one `backend`; one unless `base_url` is a list."""
+    path: str = ""
+    """Its config's key path (``judge``), for messages."""
+
+    def __post_init__(self) -> None:
+        if not self._servers:
+            self._servers = [Server(self.backend, self.semaphore, self.config.resolved_base_url())]
+
+    def out_of_pool(self) -> list[str]:
+        """The servers taken out of the pool: they stopped answering."""
+        return [server.url for server in self._servers if server.out]
+
+    async def _on_a_server(self, call: Callable[[Backend], Awaitable[T]]) -> T:
+        """``call`` on the server with the fewest calls in flight; again on the next one if it
+        cannot be reached and others are left."""
+        while True:
+            left = [s for s in self._servers if not s.out]
+            server = min(left, key=lambda s: (s.in_flight, s.calls))
+            server.in_flight += 1
+            try:
+                async with slot(server.semaphore):  # given back while a retry waits
+                    self.calls += 1
+                    server.calls += 1
+                    return await call(server.backend)
+            except BackendUnavailable as exc:
+                if server.out:  # another call took it out meanwhile: on to the next
+                    continue
+                if sum(1 for s in self._servers if not s.out) == 1:
+                    raise  # the last one fails as a single server does
+                server.out = True
+                print(
+                    f"ragexp: warning: {self.path or 'llm'}.base_url {server.url} stopped "
+                    f"answering ({exc}); taken out of the pool, {len(left) - 1} server(s) left",
+                    file=sys.stderr,
+                )
+            finally:
+                server.in_flight -= 1
 
     async def chat(
         self,
@@ -57,9 +120,7 @@ class Endpoint:
             if hit is not None:
                 self.cached += 1
                 return hit
-        async with slot(self.semaphore):  # given back while a retry waits (llm/retry.py)
-            self.calls += 1
-            completion = await self.backend.chat(messages)
+        completion = await self._on_a_server(lambda backend: backend.chat(messages))
         if self.cache is not None and key is not None:
             self.cache.put(
                 key,
@@ -88,9 +149,8 @@ class Endpoint:
             self.cached += 1
             return [v for v in found if v is not None]
         start = time.perf_counter()
-        async with slot(self.semaphore):
-            self.calls += 1
-            fresh = await self.backend.embed([texts[i] for i in missing])
+        wanted = [texts[i] for i in missing]
+        fresh = await self._on_a_server(lambda backend: backend.embed(wanted))
         share = (time.perf_counter() - start) / len(missing)
         for i, vector in zip(missing, fresh, strict=True):
             found[i] = vector
@@ -122,23 +182,46 @@ class EndpointPool:
             )
         key = (name, config)
         if key not in self._endpoints:
-            try:
-                backend = self.specs[name].factory(config)
-            except ConfigError as exc:
-                raise ConfigError(f"{path}.{exc}") from None
-            server = (name, config.resolved_base_url())
-            semaphore = self._semaphores.setdefault(server, asyncio.Semaphore(config.concurrency))
-            self._endpoints[key] = Endpoint(backend, config, name, semaphore, cache=self.cache)
+            servers = []
+            for url in config.base_urls():
+                server_config = (
+                    config.for_server(url) if isinstance(config.base_url, tuple) else config
+                )
+                try:
+                    backend = self.specs[name].factory(server_config)
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}.{exc}") from None
+                semaphore = self._semaphores.setdefault(
+                    (name, url), asyncio.Semaphore(config.concurrency)
+                )
+                servers.append(Server(backend, semaphore, url))
+            first = servers[0]
+            self._endpoints[key] = Endpoint(
+                first.backend, config, name, first.semaphore, cache=self.cache, _servers=servers,
+                path=path,
+            )  # fmt: skip
         return self._endpoints[key]
 
     def endpoints(self) -> list[Endpoint]:
         return list(self._endpoints.values())
 
     async def preflight(self) -> None:
-        """Check every endpoint before any case runs; raises the first problem found."""
+        """Check every endpoint before any case runs; raises the first problem found (for a
+        pool: servers that serve different builds of its model, one line)."""
         for endpoint in self._endpoints.values():
-            endpoint.model_id = await endpoint.backend.preflight()
+            ids = [await server.backend.preflight() for server in endpoint._servers]
+            if len(set(ids)) > 1:
+                served = ", ".join(
+                    f"{s.url} has {i}" for s, i in zip(endpoint._servers, ids, strict=True)
+                )
+                raise ConfigError(
+                    f"{endpoint.path}.base_url: the servers serve different builds of "
+                    f"'{endpoint.config.model}' ({served}); pull the same model on each, or list "
+                    "only the servers that have it"
+                )
+            endpoint.model_id = ids[0]
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints.values():
-            await endpoint.backend.aclose()
+            for server in endpoint._servers:
+                await server.backend.aclose()

@@ -29,7 +29,7 @@ class OpenAIBackend:
                 "base_url: required for backend 'openai', e.g. http://127.0.0.1:8000/v1"
             )
         self.config = config
-        self.url = config.base_url.rstrip("/")
+        self.url = config.resolved_base_url()
         headers = {}
         key = config.api_key()
         if config.api_key_env and not key:

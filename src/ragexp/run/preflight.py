@@ -32,8 +32,9 @@ def servers(
             name = resolve_backend_name(llm, specs)
             if name in IN_PROCESS:
                 continue
-            server = (name, llm.resolved_base_url())
-            found.setdefault(server, {}).setdefault(llm.model, (path, llm))
+            for url in llm.base_urls():  # each server of a pool
+                one = llm.for_server(url) if isinstance(llm.base_url, tuple) else llm
+                found.setdefault((name, url), {}).setdefault(llm.model, (path, one))
     return found
 
 

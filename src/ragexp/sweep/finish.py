@@ -51,7 +51,12 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         files += [sweep_dir / COST_PLOT_FILE] if cost_plotted else []
         files += [sweep_dir / CARD_FILE] if cards else []
         note = render_note(summary, title)
-        close_parent(tracking_uri, parent_run_id, summary, files=files, note=note, status=status)
+        warning = close_parent(
+            tracking_uri, settings.tracking.experiment_name(), parent_run_id, summary,
+            files=files, note=note, status=status,
+        )  # fmt: skip
+        if warning:
+            print(warning, file=sys.stderr)
         print(
             f"ragexp: logged the sweep summary on MLflow run {parent_run_id} ({tracking_uri})",
             file=sys.stderr,

@@ -4,57 +4,72 @@ with one column per job, and the summary as the run's description."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragexp.errors import ConfigError, first_line
+from ragexp.errors import ConfigError
 from ragexp.stats.ranking import SweepSummary
-from ragexp.tracking.store import FIX, open_store
+from ragexp.tracking import warm
+from ragexp.tracking.parent import ParentClose, ParentOpen
+from ragexp.tracking.store import check_store
+from ragexp.tracking.writer import Target
 
 TABLE_FILE = "cases_by_job.json"
 NOTE_TAG = "mlflow.note.content"
 """The tag MLflow's UI shows as a run's description."""
+OPEN_WAIT_S = 300.0
+"""The longest the sweep waits for its tracking process to create the parent run (MLflow's
+import, a new store's migrations)."""
+CLOSE_WAIT_S = 300.0
 
 
 def open_parent(uri: str, experiment: str, name: str, params: Mapping[str, str]) -> str:
-    """Create the parent run (it also creates a new store's tables before any job races to);
-    returns its id. Raises `ConfigError` when the store cannot be used."""
-    client, experiment_id = open_store(uri, experiment)  # checks the store before MLflow loads
-    from mlflow.entities import Param
-    from mlflow.tracking.context.registry import resolve_tags
-
-    try:
-        run = client.create_run(
-            experiment_id,
-            run_name=name,
-            tags=resolve_tags({"ragexp.sweep": "true", "ragexp.status": "running"}),
-        )
-        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
-    except Exception as exc:
-        raise ConfigError(f"tracking: cannot log to {uri}: {first_line(exc)}; {FIX}") from None
-    return str(run.info.run_id)
+    """Create the parent run (it also creates a new store's tables before any job races to)
+    through the sweep's warm tracking process, which the jobs then reuse; returns its id.
+    Raises `ConfigError` when the store cannot be used."""
+    check_store(uri)  # before MLflow loads
+    answer = warm.call(
+        uri, experiment, ParentOpen(Target(uri, experiment, name), dict(params)), OPEN_WAIT_S
+    )
+    if answer[0] == "error":
+        raise ConfigError(str(answer[1]))
+    return str(answer[1])
 
 
 def close_parent(
     uri: str,
+    experiment: str,
     run_id: str,
     summary: SweepSummary | None,
     *,
     files: Sequence[Path] = (),
     note: str = "",
     status: str = "FINISHED",
-) -> None:
-    """Log the summary on the parent run and end it with ``status``."""
-    import mlflow
-    from mlflow.entities import Metric, RunTag
+) -> str | None:
+    """Log the summary on the parent run and end it with ``status``; returns a warning line
+    if it could not be logged whole."""
+    end = parent_end(run_id, summary, files=files, note=note, status=status)
+    answer = warm.call(uri, experiment, replace(end, uri=uri, experiment=experiment), CLOSE_WAIT_S)
+    return None if answer[0] == "closed" and answer[1] is None else str(answer[1])
 
-    client = mlflow.MlflowClient(tracking_uri=uri)
+
+def parent_end(
+    run_id: str,
+    summary: SweepSummary | None,
+    *,
+    files: Sequence[Path] = (),
+    note: str = "",
+    status: str = "FINISHED",
+) -> ParentClose:
+    """What the end of the sweep logs on its parent run, as plain data (`ragexp.tracking.parent`
+    writes it)."""
     tags = {
         "ragexp.status": {"FINISHED": "finished", "KILLED": "interrupted"}.get(status, "failed")
     }
-    metrics: list[Any] = []
+    metrics: dict[str, float] = {}
+    table = None
     if summary is not None:
         best = next((r for r in summary.rows if r.rank == 1), None)
         tags["ragexp.jobs"] = str(len(summary.rows))
@@ -63,20 +78,18 @@ def close_parent(
             tags["ragexp.best"] = best.job.label
             mean = best.job.mean(summary.primary)
             if mean is not None:
-                now = int(time.time() * 1000)
-                metrics.append(Metric(f"best/{summary.primary}/mean", mean, now, 0))
+                metrics[f"best/{summary.primary}/mean"] = mean
         front = [r.job.label for r in summary.rows if r.on_front]
         if front:
             tags["ragexp.pareto_front"] = ", ".join(front)
         if note:
             tags[NOTE_TAG] = note
-        table = case_grid(summary)
-        if table["case_id"]:
-            client.log_table(run_id, data=table, artifact_file=TABLE_FILE)
-    client.log_batch(run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
-    for path in files:
-        client.log_artifact(run_id, str(path))
-    client.set_terminated(run_id, status)
+        grid = case_grid(summary)
+        table = grid if grid["case_id"] else None
+    return ParentClose(
+        uri="", experiment="", run_id=run_id, status=status, tags=tags, metrics=metrics,
+        table=table, table_file=TABLE_FILE, files=[str(p) for p in files],
+    )  # fmt: skip
 
 
 def case_grid(summary: SweepSummary) -> dict[str, list[Any]]:

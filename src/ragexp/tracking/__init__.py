@@ -3,5 +3,5 @@ trace per case carrying one assessment per metric (so MLflow's UI lists it as an
 finding a finished run again (`lookup`).
 
 ``import mlflow`` costs about two seconds, so it happens lazily, in the tracker's own process,
-only when tracking is on, and only for a store the table writer (`tables`) does not write.
+only when tracking is on. Every write goes through MLflow's public client.
 """

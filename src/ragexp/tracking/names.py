@@ -1,6 +1,6 @@
-"""MLflow's names for what ragexp writes into a run and its traces, as plain strings: both
-writers use them, and the one that writes MLflow's tables itself (`ragexp.tracking.sqlite`)
-never imports MLflow. A test checks each against MLflow's own constant."""
+"""MLflow's names for what ragexp writes into a run and its traces, as plain strings, so that
+the job builds its traces without importing MLflow. A test checks each against MLflow's own
+constant."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ TRACE_SOURCE_RUN = "mlflow.sourceRun"
 TRACE_INPUTS = "mlflow.traceInputs"
 TRACE_OUTPUTS = "mlflow.traceOutputs"
 TRACE_TOKEN_USAGE = "mlflow.trace.tokenUsage"
-TRACE_INFO_FINALIZED = "mlflow.trace.infoFinalized"
 TRACE_SCHEMA_VERSION_KEY = "mlflow.trace_schema.version"
 TRACE_SCHEMA_VERSION = 3
 

@@ -1,12 +1,7 @@
 """The tracker process: it opens the store at once, writes the run as the job's messages
 arrive, and ends it. If the parent goes away without a `Finish` (killed), the run ends KILLED with
-the traces received so far.
-
-Which writer: `ragexp.tracking.tables` when the store is an existing SQLite database of the MLflow
-schema it knows (`tables.store_for`, asked by the job before it starts this process), which needs
-no MLflow import (about 2.5 s of CPU) and writes a batch of traces in one transaction; else
-MLflow's own client (`MlflowWriter`), which every other store (a server, a new database, another
-schema) goes through. `tracking.writer=mlflow` always takes MLflow's client.
+the traces received so far. Every write goes through MLflow's client (`ragexp.tracking.writer`).
+It serves one run after another, the store kept open between them (`ragexp.tracking.warm`).
 """
 
 from __future__ import annotations
@@ -21,9 +16,9 @@ from queue import Empty
 from typing import Any
 
 from ragexp.errors import ConfigError, first_line
+from ragexp.tracking.parent import ParentClose, ParentOpen, close_parent_run, open_parent_run
 from ragexp.tracking.records import CaseRecord
-from ragexp.tracking.tables import DirectStore, TableWriter
-from ragexp.tracking.writer import BATCH, Begin, Finish, MlflowWriter, RunWriter, Target
+from ragexp.tracking.writer import BATCH, Begin, Finish, Open, Preload, RunWriter, Stores, Target
 
 BATCH_WINDOW_S = 0.5
 """How long the cases that follow a finished case are gathered into its batch: on a fast
@@ -31,42 +26,45 @@ server one case finishes every few milliseconds, and one transaction per case co
 the rows."""
 
 
-def writer_for(target: Target, store: DirectStore | None) -> RunWriter:
-    """The table writer for a store it can write itself (`ragexp.tracking.tables.store_for`,
-    asked by the job), else MLflow's client."""
-    if store is not None:
-        return TableWriter(target, store)
-    return MlflowWriter(target)
+def serve(inbox: Any, outbox: Connection) -> None:
+    """The tracking process. It reads ``inbox`` until it is told to `Quit` or its parent is
+    gone, serving one run after another (`ragexp.tracking.warm`) and the sweep's parent run.
 
-
-def serve(
-    inbox: Any,
-    outbox: Connection,
-    target: Target,
-    store: DirectStore | None = None,
-) -> None:
-    """The tracker process. It opens the store at once, then reads ``inbox``: a `Begin`, the
-    cases, one `Finish` (a `Finish` first: the run never started, nothing is created). It
-    answers on ``outbox``: ``("connected",)`` once the store and experiment are open, then
-    ``("opened", run_id)``, or ``("error", line)`` at any point before; then
-    ``("finished", run_id, warning)``."""
+    A run is an `Open`, then a `Begin`, the cases, one `Finish` (a `Finish` first: the run
+    never started, nothing is created). It answers on ``outbox``: ``("connected",)`` once the
+    store and experiment are open, then ``("opened", run_id)``, or ``("error", line)`` at any
+    point before (the process then ends); then ``("finished", run_id, warning)``."""
     # Ctrl-C reaches the whole process group: the parent decides how the run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    writer = writer_for(target, store)
+    stores = Stores()
+    while True:
+        message = _wait(inbox)
+        if isinstance(message, Open):
+            if not _serve_run(inbox, outbox, stores, message.target):
+                break
+        elif isinstance(message, Preload):
+            with contextlib.suppress(Exception):  # the run that follows says what is wrong
+                stores.get(message.uri, message.experiment)
+        elif isinstance(message, (ParentOpen, ParentClose)):
+            if not _serve_parent(outbox, stores, message):
+                break
+        else:  # Quit, or a Finish: the parent is gone
+            break
+    _exit()
+
+
+def _serve_run(inbox: Any, outbox: Connection, stores: Stores, target: Target) -> bool:
+    """One run; False when the process must end (an error, or the parent is gone)."""
     try:
-        writer.connect()
-        _tell(outbox, "connected")
+        writer = RunWriter(target, stores.get(target.uri, target.experiment))
+        _tell(outbox, "connected", stores.opens)
         first = _wait(inbox)
         if isinstance(first, Begin):
             writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
-        error = exc if isinstance(exc, ConfigError) else ConfigError(
-            f"tracking: cannot log to {target.uri}: {first_line(exc)}; "
-            "fix tracking.tracking_uri or run with tracking.enabled=false"
-        )  # fmt: skip
-        _tell(outbox, "error", str(error))
-        _exit()
+        _tell(outbox, "error", str(_config_error(exc, target.uri)))
+        return False
     if writer.run_id:
         _tell(outbox, "opened", writer.run_id)
     end = first if isinstance(first, Finish) else None
@@ -82,9 +80,38 @@ def serve(
         )
         with contextlib.suppress(Exception):
             writer.end_run(end.status)
-    writer.close()
     _tell(outbox, "finished", writer.run_id, warning)
-    _exit()
+    return not end.gone
+
+
+def _serve_parent(outbox: Connection, stores: Stores, message: ParentOpen | ParentClose) -> bool:
+    """The sweep's parent run: created or ended; False when the process must end."""
+    if isinstance(message, ParentOpen):
+        target = message.target
+        try:
+            run_id = open_parent_run(stores.get(target.uri, target.experiment), message)
+        except Exception as exc:
+            _tell(outbox, "error", str(_config_error(exc, target.uri)))
+            return False
+        _tell(outbox, "parent", run_id)
+        return True
+    try:
+        close_parent_run(stores.get(message.uri, message.experiment), message)
+    except Exception as exc:
+        _tell(outbox, "closed", f"ragexp: warning: the sweep's MLflow run {message.run_id} "
+              f"may be incomplete: {first_line(exc)}")  # fmt: skip
+        return True
+    _tell(outbox, "closed", None)
+    return True
+
+
+def _config_error(exc: Exception, uri: str) -> ConfigError:
+    if isinstance(exc, ConfigError):
+        return exc
+    return ConfigError(
+        f"tracking: cannot log to {uri}: {first_line(exc)}; "
+        "fix tracking.tracking_uri or run with tracking.enabled=false"
+    )
 
 
 def _tell(outbox: Connection, *message: Any) -> None:
@@ -114,7 +141,7 @@ def _next_batch(inbox: Any) -> tuple[list[CaseRecord], Finish | None]:
         except Empty:
             return batch, None
         except (EOFError, OSError):  # the parent is gone
-            return batch, Finish.stopped("KILLED")
+            return batch, Finish.gone_away()
     return batch, item
 
 
@@ -128,6 +155,6 @@ def _wait(inbox: Any) -> Any:
         except Empty:
             parent = multiprocessing.parent_process()
             if parent is not None and not parent.is_alive():
-                return Finish.stopped("KILLED")
+                return Finish.gone_away()
         except (EOFError, OSError):
-            return Finish.stopped("KILLED")
+            return Finish.gone_away()

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from mlflow.tracing.client import TracingClient
 
 
+ERROR_CODE = "ASSESSMENT_ERROR"
+"""The error code MLflow gives a feedback's error given as text."""
+
+
 @dataclass(frozen=True)
 class Assessment:
     """One assessment of a trace, as plain data (`entity` makes MLflow's)."""
@@ -29,17 +33,18 @@ class Assessment:
     rationale: str | None = None
     metadata: dict[str, str] | None = None
     error: str | None = None
-    """A feedback's error message (MLflow's error code ``ASSESSMENT_ERROR``)."""
+    """A feedback's error message (MLflow's error code `ERROR_CODE`)."""
 
     def entity(self) -> Any:
-        from mlflow.entities import AssessmentSource, Expectation, Feedback
+        from mlflow.entities import AssessmentError, AssessmentSource, Expectation, Feedback
 
         source = AssessmentSource(source_type=self.source_type, source_id=self.source_id)
         if self.kind == "expectation":
             return Expectation(name=self.name, value=self.value, source=source)
         return Feedback(
             name=self.name, value=self.value, source=source, rationale=self.rationale,
-            metadata=self.metadata, error=self.error,
+            metadata=self.metadata,
+            error=None if self.error is None else AssessmentError(ERROR_CODE, self.error),
         )  # fmt: skip
 
 
@@ -103,8 +108,32 @@ class CaseRecord:
     """Its row of the per-case table (`ragexp.tracking.run.table_row`)."""
 
 
-def log_traces(client: TracingClient, experiment_id: str, traces: Sequence[CaseTrace]) -> None:
-    """Write ``traces``: each trace's info and assessments, then all their spans at once."""
+def log_traces(
+    client: TracingClient,
+    experiment_id: str,
+    traces: Sequence[CaseTrace],
+    *,
+    spans_per_trace: bool = False,
+) -> bool:
+    """Write ``traces``: each trace's info and assessments, then all their spans at once, or one
+    ``log_spans`` call per trace with ``spans_per_trace`` or on an MLflow that refuses spans of
+    several traces (before 3.17; it refuses before writing any). Returns whether it had to.
+
+    A trace's info goes without its total token usage: ``log_spans`` sums the spans' own usage
+    into the trace (MLflow 3.6-3.16 add it to a total already there: every token twice)."""
+    from mlflow.exceptions import MlflowException
+
     for trace in traces:
-        client.start_trace(trace.info())
-    client.log_spans(experiment_id, [span for trace in traces for span in trace.span_entities()])
+        info = trace.info()
+        info.trace_metadata.pop(names.TRACE_TOKEN_USAGE, None)
+        client.start_trace(info)
+    if not spans_per_trace and len(traces) > 1:
+        try:
+            client.log_spans(experiment_id, [s for t in traces for s in t.span_entities()])
+            return False
+        except MlflowException as exc:
+            if exc.error_code != "INVALID_PARAMETER_VALUE":
+                raise
+    for trace in traces:
+        client.log_spans(experiment_id, trace.span_entities())
+    return len(traces) > 1 or spans_per_trace

@@ -1,8 +1,7 @@
 """Opening an MLflow tracking store: fast to fail, safe to create from several processes at once.
 
-Used by the tracker process of a job that logs through MLflow's client (`ragexp.tracking.writer`;
-an existing SQLite store is written by `ragexp.tracking.tables` instead) and by a sweep's
-launching process (`ragexp.sweep.parent`). `open_store` does, in order:
+Used by the tracking process (`ragexp.tracking.writer`); `check_store` alone also by the job and
+by a sweep's launching process, which never import MLflow. `open_store` does, in order:
 
 1. `check_store`: checks MLflow would take minutes to fail, made without MLflow in well under a
    second: a sqlite file that cannot be created (its folder is a file, or is not writable: MLflow
@@ -19,11 +18,8 @@ launching process (`ragexp.sweep.parent`). `open_store` does, in order:
 4. The experiment's artifact folder, when local, is not blocked by a file (a file named
    ``mlruns`` beside a sqlite store would fail the run's artifacts only at its very end).
 
-A sqlite store is used in WAL mode with ``synchronous=NORMAL`` (`fast_sqlite`): MLflow commits
-once per trace, and in SQLite's default mode every commit waits for the disk (an fsync, 10-20 ms
-here), which made logging cost more than the evaluation. In WAL mode a commit is an append;
-readers (the MLflow UI, other jobs) go on reading while a run writes. The mode is kept in the
-database file; it suits a store on a local disk, as SQLite's documentation says of WAL.
+Nothing here speaks SQL: the database is MLflow's to create, migrate and write; a file that is
+there is checked for SQLite's header only.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ import fcntl
 import logging
 import os
 import socket
-import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +48,8 @@ QUICK_HTTP = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "5",
 }
 """MLflow's HTTP settings while a store is opened (defaults: 7 retries, factor 2, 120 s)."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file (SQLite's file format, section 1.3)."""
 FIX = "fix tracking.tracking_uri or run with tracking.enabled=false"
 
 
@@ -60,8 +57,6 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
     """An ``MlflowClient`` on ``uri`` and the id of ``experiment`` (created if missing). Raises
     `ConfigError` (one line) when the store cannot be used."""
     check_store(uri)
-    if sqlite_path(uri) is not None:
-        fast_sqlite()
     import mlflow  # about 2 s: after the checks
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -76,32 +71,6 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
         raise
     except Exception as exc:  # any failure to open the store is the user's setup to fix
         raise ConfigError(f"tracking: cannot log to {uri}: {first_line(exc)}; {FIX}") from None
-
-
-def fast_sqlite() -> None:
-    """Every SQLite connection SQLAlchemy opens in this process: WAL mode, ``synchronous=NORMAL``
-    (see the module docstring). Registered once per process."""
-    import sqlalchemy
-    import sqlalchemy.event
-
-    if sqlalchemy.event.contains(sqlalchemy.engine.Engine, "connect", _sqlite_pragmas):
-        return
-    sqlalchemy.event.listen(sqlalchemy.engine.Engine, "connect", _sqlite_pragmas)
-
-
-def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
-    if isinstance(dbapi_connection, sqlite3.Connection):
-        fast_sqlite_connection(dbapi_connection)
-
-
-def fast_sqlite_connection(connection: sqlite3.Connection) -> None:
-    """WAL mode and ``synchronous=NORMAL`` on one SQLite connection (see the module docstring)."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cursor.close()
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -141,20 +110,17 @@ def _check_sqlite(uri: str, db: Path) -> None:
             f"tracking: cannot use {uri}: cannot create files in {folder} "
             f"({exc.strerror or first_line(exc)}); {FIX}"
         ) from None
-    try:  # creates an empty database file, as MLflow would
-        with _sqlite(db) as con:
-            con.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.Error as exc:
-        raise ConfigError(f"tracking: cannot use {uri}: {db}: {first_line(exc)}; {FIX}") from None
-
-
-@contextmanager
-def _sqlite(db: Path) -> Iterator[sqlite3.Connection]:
-    con = sqlite3.connect(db, timeout=30)
     try:
-        yield con
-    finally:
-        con.close()
+        with db.open("rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return  # MLflow creates it
+    except OSError as exc:
+        raise ConfigError(
+            f"tracking: cannot use {uri}: {db}: {exc.strerror or first_line(exc)}; {FIX}"
+        ) from None
+    if header and header != SQLITE_HEADER:
+        raise ConfigError(f"tracking: cannot use {uri}: {db}: file is not a database; {FIX}")
 
 
 def _check_folder_store(uri: str) -> None:

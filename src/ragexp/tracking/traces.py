@@ -3,11 +3,11 @@ assessment per metric, so MLflow's UI lists the run under "Evaluation runs", the
 as an expectation, and token usage where MLflow's UI reads it.
 
 `case_trace` builds a trace as plain data (`records.CaseTrace`: its info, its spans in
-MLflow's serialised form, its assessments), which both writers take. `records.log_traces` hands
+MLflow's serialised form, its assessments), which the writer takes. `records.log_traces` hands
 it to MLflow's tracing client (`start_trace` per trace, its info, tags and assessments in one
 transaction, and one `log_spans` per batch; MLflow's tracer instead writes every span as it ends
-and every assessment on its own, about 100 ms per case on SQLite against about 20 ms this way);
-`ragexp.tracking.tables` writes it into MLflow's tables itself. `case_record` adds the case's
+and every assessment on its own, about 100 ms per case on SQLite against about 20 ms this way).
+`case_record` adds the case's
 row of the per-case table: what the job sends its tracking process (`ragexp.tracking.records`).
 """
 

@@ -1,17 +1,14 @@
-"""Writing one job's MLflow run, in the tracker's own process (`ragexp.tracking.process`):
-the messages the job sends (`Begin`, the cases, `Finish`), what every writer does with them
-(`RunWriter`), and the writer that goes through MLflow's client (`MlflowWriter`): it opens the
-store and the experiment as soon as the job starts (`ragexp.tracking.store`: a store that cannot
-be used fails within seconds; a new sqlite store is created under a lock), creates the run
-(params, tags) once the job's backends answered, writes each case it receives as a trace, in
-batches, and at `Finish` logs the metrics, the per-case table and the artifacts and ends the run
-with its status. `ragexp.tracking.tables` writes the same rows into an existing SQLite store
-itself.
+"""Writing one job's MLflow run, in the tracker's own process (`ragexp.tracking.process`),
+through MLflow's public client only (``MlflowClient``, ``TracingClient``): the messages the job
+sends (`Begin`, the cases, `Finish`) and `RunWriter`, which opens the store and the experiment as
+soon as the process starts (`ragexp.tracking.store`: a store that cannot be used fails within
+seconds; a new sqlite store is created under a lock), creates the run (params, tags) once the
+job's backends answered, writes each case it receives as a trace, in batches, and at `Finish`
+logs the metrics, the per-case table and the artifacts and ends the run with its status.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,14 +16,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragexp.errors import first_line
-from ragexp.tracking.records import CaseRecord, CaseTrace, log_traces
+from ragexp.tracking.records import CaseRecord, log_traces
 from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, rows_table
 from ragexp.tracking.store import open_store
 
 RunStatus = Literal["FINISHED", "KILLED", "FAILED"]
 STATUS_WORD = {"FINISHED": "finished", "KILLED": "interrupted", "FAILED": "failed"}
 BATCH = 64
-"""Traces written at a time (one `log_spans` call, one transaction of the table writer)."""
+"""Traces written at a time (one `log_spans` call)."""
+PARAMS_PER_BATCH = 100
+"""MLflow's ``log_batch`` takes at most 100 params per call."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,27 @@ class Target:
     uri: str
     experiment: str
     run_name: str
+
+
+@dataclass(frozen=True)
+class Open:
+    """A run starts: open its store (at once when it is the one already open), answer
+    ``("connected",)``; a `Begin` or a `Finish` follows."""
+
+    target: Target
+
+
+@dataclass(frozen=True)
+class Preload:
+    """Open this store now, answer nothing: a run will come (`ragexp.tracking.warm.warm_up`)."""
+
+    uri: str
+    experiment: str
+
+
+@dataclass(frozen=True)
+class Quit:
+    """The process that started the tracking process has no more runs for it."""
 
 
 @dataclass(frozen=True)
@@ -60,95 +80,71 @@ class Finish:
     status: RunStatus
     tags: Mapping[str, str]
     artifacts: Sequence[Path] = ()
+    gone: bool = False
+    """The process that started the run is gone (the tracking process then ends too)."""
 
     @classmethod
     def stopped(cls, status: RunStatus) -> Finish:
-        """The end of a run whose job went away: the cases received are all there is."""
+        """The end of a run that stopped early: the cases received are all there is."""
         return cls({}, (), status, {})
+
+    @classmethod
+    def gone_away(cls) -> Finish:
+        """The end of a run whose job went away (killed outright): KILLED."""
+        return cls({}, (), "KILLED", {}, gone=True)
+
+
+@dataclass
+class Store:
+    """An open store: MLflow's client, its tracing client, the experiment's id."""
+
+    client: Any
+    tracing: Any
+    experiment_id: str
+    spans_per_trace: bool = False
+    """Its MLflow takes one trace's spans per ``log_spans`` call (3.5 did; 3.17 takes many)."""
+
+
+class Stores:
+    """The stores this process opened, kept open for the runs after the first (one import of
+    MLflow and one store opening per process: `ragexp.tracking.warm`)."""
+
+    def __init__(self) -> None:
+        self.opened: dict[tuple[str, str], Store] = {}
+        self.opens = 0
+        """How many stores were opened (a test counts them)."""
+
+    def get(self, uri: str, experiment: str) -> Store:
+        """The store at ``uri`` with ``experiment``; raises `ConfigError` if it cannot be
+        used."""
+        key = (uri, experiment)
+        if key not in self.opened:
+            client, experiment_id = open_store(uri, experiment)
+            from mlflow.tracing.client import TracingClient
+
+            self.opened[key] = Store(client, TracingClient(uri), experiment_id)
+            self.opens += 1
+        return self.opened[key]
 
 
 class RunWriter:
-    """What both writers share: the cases received, traces written in batches (a batch that
-    fails is counted and reported, never fatal), and the run's end in one order: metrics and
-    tags, the per-case table, the artifacts, the status. A store says how each is written."""
+    """One job's run through MLflow's client (any store MLflow can use): the cases received,
+    traces written in batches (a batch that fails is counted and reported, never fatal), and the
+    run's end in one order: metrics and tags, the per-case table, the artifacts, the status."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, store: Store) -> None:
         self.target = target
+        self.store = store
+        self.client, self.tracing = store.client, store.tracing
+        self.experiment_id = store.experiment_id
         self.rows: dict[str, dict[str, Any]] = {}
-        """Each case's row of the per-case table, by case id."""
+        """Each case's row of the per-case table, by case id, in the order received."""
         self.failures = 0
         self.failure = ""
         self.run_id = ""
-        self.experiment_id = ""
-
-    def connect(self) -> None:
-        """Open the store and the experiment; raises `ConfigError` if they cannot be used."""
-        raise NotImplementedError
 
     def create_run(self, begin: Begin) -> str:
         """Create the run with its params and tags; returns its id."""
-        raise NotImplementedError
-
-    def write(self, cases: Sequence[CaseRecord]) -> None:
-        """Log one trace per case."""
-        for case in cases:
-            self.rows[case.case_id] = case.row
-        try:
-            self.write_traces([c.trace.stamped(self.experiment_id, self.run_id) for c in cases])
-        except Exception as exc:
-            self.failures += len(cases)
-            self.failure = self.failure or first_line(exc)
-
-    def finish(self, end: Finish) -> str | None:
-        """Log the metrics, table, artifacts and status; returns a warning line, if any."""
-        self.log_end(end.metrics, {**end.tags, "ragexp.status": STATUS_WORD[end.status]})
-        in_order = set(end.order)  # once: rebuilt per row, it took 4 s at 10,000 cases
-        ordered = [self.rows[i] for i in end.order if i in self.rows]
-        ordered += [row for i, row in self.rows.items() if i not in in_order]
-        if ordered:
-            self.log_table(rows_table(ordered))
-        for path in end.artifacts:
-            self.log_artifact(path)
-        self.end_run(end.status)
-        if not self.failures:
-            return None
-        return (
-            f"ragexp: warning: {self.failures} of {len(self.rows)} case traces could not be "
-            f"logged to MLflow: {self.failure}"
-        )
-
-    def write_traces(self, traces: Sequence[CaseTrace]) -> None:
-        raise NotImplementedError
-
-    def log_end(self, metrics: Mapping[str, float], tags: Mapping[str, str]) -> None:
-        raise NotImplementedError
-
-    def log_table(self, table: Mapping[str, Sequence[Any]]) -> None:
-        """The per-case table as `TABLE_FILE`, as MLflow's ``log_table`` writes it."""
-        raise NotImplementedError
-
-    def log_artifact(self, path: Path) -> None:
-        raise NotImplementedError
-
-    def end_run(self, status: RunStatus) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Close the store's connections."""
-
-
-class MlflowWriter(RunWriter):
-    """Through MLflow's own client: any store MLflow can use."""
-
-    def connect(self) -> None:
-        uri = self.target.uri
-        self.client, self.experiment_id = open_store(uri, self.target.experiment)
-        from mlflow.tracing.client import TracingClient
-
-        self.tracing = TracingClient(uri)
-        _remember_experiment(self.tracing.store, self.experiment_id)
-
-    def create_run(self, begin: Begin) -> str:
         from mlflow.entities import Param
         from mlflow.tracking.context.registry import resolve_tags
 
@@ -160,53 +156,59 @@ class MlflowWriter(RunWriter):
         )
         flat = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
         params = [Param(k, v) for k, v in flat.items()]
-        self.client.log_batch(run.info.run_id, params=params)
+        for start in range(0, len(params), PARAMS_PER_BATCH):
+            self.client.log_batch(run.info.run_id, params=params[start : start + PARAMS_PER_BATCH])
         self.run_id = str(run.info.run_id)
         return self.run_id
 
-    def write_traces(self, traces: Sequence[CaseTrace]) -> None:
-        log_traces(self.tracing, self.experiment_id, traces)
+    def write(self, cases: Sequence[CaseRecord]) -> None:
+        """Log one trace per case."""
+        for case in cases:
+            self.rows[case.case_id] = case.row
+        try:
+            stamped = [c.trace.stamped(self.experiment_id, self.run_id) for c in cases]
+            self.store.spans_per_trace = log_traces(
+                self.tracing, self.experiment_id, stamped,
+                spans_per_trace=self.store.spans_per_trace,
+            )  # fmt: skip
+        except Exception as exc:
+            self.failures += len(cases)
+            self.failure = self.failure or first_line(exc)
 
-    def log_end(self, metrics: Mapping[str, float], tags: Mapping[str, str]) -> None:
+    def finish(self, end: Finish) -> str | None:
+        """Log the metrics, table, artifacts and status; returns a warning line, if any."""
         from mlflow.entities import Metric, RunTag
 
         now = int(time.time() * 1000)
+        tags = {**end.tags, "ragexp.status": STATUS_WORD[end.status]}
         self.client.log_batch(
             self.run_id,
-            metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
+            metrics=[Metric(k, v, now, 0) for k, v in end.metrics.items()],
             tags=[RunTag(k, v) for k, v in tags.items()],
         )
-
-    def log_table(self, table: Mapping[str, Sequence[Any]]) -> None:
-        self.client.log_table(self.run_id, data=dict(table), artifact_file=TABLE_FILE)
-
-    def log_artifact(self, path: Path) -> None:
-        self.client.log_artifact(self.run_id, str(path))
+        ordered = table_order(self.rows, end.order)
+        if ordered:
+            self.client.log_table(
+                self.run_id, data=dict(rows_table(ordered)), artifact_file=TABLE_FILE
+            )
+        for path in end.artifacts:
+            self.client.log_artifact(self.run_id, str(path))
+        self.end_run(end.status)
+        if not self.failures:
+            return None
+        return (
+            f"ragexp: warning: {self.failures} of {len(self.rows)} case traces could not be "
+            f"logged to MLflow: {self.failure}"
+        )
 
     def end_run(self, status: RunStatus) -> None:
         self.client.set_terminated(self.run_id, status)
 
-    def close(self) -> None:
-        """On a sqlite store in WAL mode the last connection to close folds the write-ahead log
-        back into the database file, so ``mlflow.db`` holds the whole run on its own (copied,
-        uploaded by a CI job) and no ``-wal``/``-shm`` files stay beside it. (MLflow keeps one
-        store per URI: the run's client writes through it too.)"""
-        engine = getattr(self.tracing.store, "engine", None)
-        if engine is not None:
-            with contextlib.suppress(Exception):
-                engine.dispose()
 
-
-def _remember_experiment(store: Any, experiment_id: str) -> None:
-    """MLflow's SQL store reads the experiment again for every trace it starts, a third of the
-    time a trace takes; in this process, which writes to one experiment for one run, the first
-    read answers them all."""
-    read = getattr(store, "get_experiment", None)
-    if read is None:
-        return
-    experiment = read(experiment_id)
-
-    def get_experiment(wanted: str) -> Any:
-        return experiment if str(wanted) == experiment_id else read(wanted)
-
-    store.get_experiment = get_experiment
+def table_order(rows: Mapping[str, dict[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """Every row received, those in ``order`` (the dataset's) first in that order, then the
+    rest as received: a run stopped outright sends no order, and its table still holds every
+    case the tracking process received."""
+    in_order = set(order)  # once: rebuilt per row, it took 4 s at 10,000 cases
+    ordered = [rows[i] for i in order if i in rows]
+    return ordered + [row for i, row in rows.items() if i not in in_order]
