@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragexp.config.llm import LLMConfig
 from ragexp.errors import ConfigError
@@ -39,9 +40,11 @@ class Endpoint:
         metric: str | None = None,
         metric_version: str | None = None,
         replicate: int = 0,
+        schema: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One chat call, from the cache when it holds the same call (same model identity,
-        messages, decoding options, replicate and, for judges, metric and version)."""
+        messages, decoding options, replicate and, for judges, metric and version; and the
+        JSON ``schema`` the reply is constrained to, when given)."""
         key = None
         if self.cache is not None:
             key = call_key(
@@ -52,6 +55,7 @@ class Endpoint:
                 replicate=replicate,
                 metric=metric,
                 metric_version=metric_version,
+                schema=schema,
             )
             hit = self.cache.get(key)
             if hit is not None:
@@ -59,7 +63,10 @@ class Endpoint:
                 return hit
         async with slot(self.semaphore):  # given back while a retry waits (llm/retry.py)
             self.calls += 1
-            completion = await self.backend.chat(messages)
+            if schema is None:  # a backend written before schemas keeps working
+                completion = await self.backend.chat(messages)
+            else:
+                completion = await self.backend.chat(messages, schema=schema)
         if self.cache is not None and key is not None:
             self.cache.put(
                 key,
