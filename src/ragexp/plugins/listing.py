@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from ragexp.config.options import OptionInfo, option_infos
 from ragexp.errors import PluginError
-from ragexp.metrics.interface import options_model
+from ragexp.metrics.interface import judge_calls, options_model, resolve_options
 from ragexp.plugins.manager import Registry, registry
 
 
@@ -17,6 +17,15 @@ def metric_options(metric: object) -> list[OptionInfo]:
     """The options ``metric`` declares in its ``Options`` model; [] when it declares none."""
     model = options_model(metric)
     return [] if model is None else option_infos(model)
+
+
+def default_calls(metric: object) -> str | None:
+    """The judge calls per case ``metric`` states (`CountsCalls`) under its default options."""
+    try:
+        options = resolve_options(metric, {})  # type: ignore[arg-type]
+    except Exception:  # a metric whose options need values: it states nothing here
+        return None
+    return judge_calls(metric, options)
 
 
 def format_plugins(reg: Registry) -> str:
@@ -28,6 +37,8 @@ def format_plugins(reg: Registry) -> str:
             lines.append(f"    {kind}: {', '.join(names)}")
             for name in names if kind == "metrics" else ():
                 lines += _option_lines(f"        {name} options: ", reg.metrics[name])
+                if (calls := default_calls(reg.metrics[name])) is not None:
+                    lines.append(f"        {name} calls: {calls}")
         lines.append(f"    hooks: {', '.join(p.hooks)}")
     return "\n".join(lines)
 
@@ -46,6 +57,11 @@ def plugins_json(reg: Registry) -> str:
             "options": {
                 name: [asdict(o) for o in metric_options(reg.metrics[name])]
                 for name in p.registers.get("metrics", ())
+            },
+            "calls": {
+                name: calls
+                for name in p.registers.get("metrics", ())
+                if (calls := default_calls(reg.metrics[name])) is not None
             },
         }
         for p in reg.plugins
