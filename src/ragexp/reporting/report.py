@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_markdown
+from ragexp.reporting.claims import claims_lines
 from ragexp.reporting.wording import (
     clusters_cell,
     metric_failure_line,
@@ -213,7 +214,7 @@ def _case_section(case: CaseResult) -> list[str]:
         said = m.error or ("" if m.raw is None else _cell(m.raw))
         flag = "" if m.parse_ok else " (unparsed)"
         lines.append(f"| {name} | {m.label or '–'}{flag} | {score} | {said} |")
-    return [*lines, ""]
+    return [*lines, "", *claims_lines(case)]
 
 
 def _options(options: Mapping[str, object]) -> str:
