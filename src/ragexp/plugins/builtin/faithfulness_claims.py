@@ -45,10 +45,13 @@ fact each, that can be checked on their own, in the answer's own words. Leave ou
 greetings, advice and statements that something is not known. If the answer makes no factual
 claim (e.g. "I don't know"), give an empty list.
 
+For example, the answer "The lake is 3 miles from the trailhead and has no campsites." makes two
+claims: {{"claims": ["The lake is 3 miles from the trailhead.", "The lake has no campsites."]}}
+
 ANSWER:
 {answer}
 
-Reply in JSON: {{"claims": ["<claim>", ...]}}"""
+Reply in JSON with the claims of this ANSWER: {{"claims": [...]}}"""
 
 VERIFY_PROMPT = """You are a strict evaluator. For each CLAIM below, decide whether the CONTEXT
 directly supports it. Use ONLY the context — do not use outside knowledge. Each chunk of the
@@ -60,8 +63,10 @@ CONTEXT:
 CLAIMS:
 {claims}
 
-Reply in JSON with one verdict per claim, in order: {{"verdicts": [{{"claim": <its number>,
-"supported": true or false, "chunk": "<id of the chunk that supports it>" or null}}, ...]}}"""
+Reply in JSON with one verdict per claim, in order: its number, whether the context supports
+it, and the id of the chunk that supports it (null when none does), e.g.
+{{"verdicts": [{{"claim": 1, "supported": true, "chunk": "trails.md#2"}}, {{"claim": 2,
+"supported": false, "chunk": null}}]}}"""
 
 MAX_CLAIMS = 32
 """The most claims one extraction reply may list (the schema's ``maxItems``)."""
