@@ -491,7 +491,9 @@ def test_a_schema_is_sent_as_ollamas_format() -> None:
         return httpx.Response(200, json=chat_reply('{"claims": []}'))
 
     schema = {"type": "object", "properties": {"claims": {"type": "array"}}}
-    completion = run(make(handler), lambda b: b.chat([{"role": "user", "content": "x"}], schema=schema))
+    completion = run(
+        make(handler), lambda b: b.chat([{"role": "user", "content": "x"}], schema=schema)
+    )
     assert completion.text == '{"claims": []}'
     run(make(handler), lambda b: b.chat([{"role": "user", "content": "x"}]))
     assert bodies[0]["format"] == schema

@@ -11,7 +11,13 @@ import httpx
 import pytest
 
 from ragexp.config import LLMConfig
-from ragexp.errors import BackendError, BackendUnavailable, ConfigError, ModelNotFound, RagexpWarning
+from ragexp.errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    ModelNotFound,
+    RagexpWarning,
+)
 from ragexp.llm.openai import OpenAIBackend
 from tests.backend_run import run
 
@@ -437,7 +443,10 @@ def test_the_schema_reaches_a_loopback_server_and_its_400_is_remembered() -> Non
         run(OpenAIBackend(config), calls)
         sent = [r.body.get("response_format") for r in server.requests_to("/v1/chat/completions")]
     assert sent == [
-        {"type": "json_schema", "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True}},
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+        },
         None,
         None,
     ]

@@ -317,7 +317,11 @@ def test_a_metric_reading_is_rendered_whatever_the_metric() -> None:
 
 def test_unsupported_claims_are_highlighted_under_their_case() -> None:
     claims = [
-        {"claim": "The vehicle pass costs $35.", "supported": True, "chunk": "fees-and-passes.md#0"},
+        {
+            "claim": "The vehicle pass costs $35.",
+            "supported": True,
+            "chunk": "fees-and-passes.md#0",
+        },
         {"claim": "It is valid for a year.", "supported": False, "chunk": None},
         {"claim": "Seniors enter free.", "supported": None, "chunk": None},
     ]

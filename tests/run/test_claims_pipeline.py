@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ragexp.config import RunConfig, validate_config
-from ragexp.data.dataset import load_dataset
 from ragexp.config.llm import LLMConfig
+from ragexp.data.dataset import load_dataset
 from ragexp.errors import ConfigError, ModelNotFound
 from ragexp.plugins.manager import Registry, load_plugins
 from ragexp.results import CaseResult
@@ -47,7 +47,9 @@ def _config(
 
 
 def _run(reg: Registry, config: RunConfig) -> RunOutcome:
-    return asyncio.run(run_experiment(config, load_dataset(config.dataset), reg, progress=io.StringIO()))
+    return asyncio.run(
+        run_experiment(config, load_dataset(config.dataset), reg, progress=io.StringIO())
+    )
 
 
 def _prompts(server: FakeOllama, mark: str) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ rather than diskcache (itself SQLite underneath): one table with typed columns t
 The key is the SHA-256 of everything that changes a call's output: the backend kind, the model's
 identity (Ollama digest, GGUF sha256 and runtime, the served model id; never the name alone), the
 full messages, the decoding options, the replicate index, for judge calls the metric's name
-and version, and for a call constrained to a JSON schema, the schema. Modes (``cache.mode``): ``readwrite`` (default), ``read`` (use entries, add none),
-``refresh`` (make every call again and store it), ``off``.
+and version, and for a call constrained to a JSON schema, the schema. Modes (``cache.mode``):
+``readwrite`` (default), ``read`` (use entries, add none), ``refresh`` (make every call again
+and store it), ``off``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ from ragexp.llm.http import Answer, JSONClient
 from ragexp.llm.interface import Completion, Message
 from ragexp.llm.retry import RetryPolicy
 
-
 SCHEMA_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What OpenAI accepts as ``response_format.json_schema.name``."""
 

@@ -17,8 +17,8 @@ from ragexp.config.llm import LLMConfig
 from ragexp.config.schema import RunConfig
 from ragexp.data.chunking import chunk_text
 from ragexp.data.dataset import Case, Dataset
-from ragexp.llm.cache import CallCache
 from ragexp.errors import ConfigError
+from ragexp.llm.cache import CallCache
 from ragexp.llm.endpoint import Endpoint, EndpointPool
 from ragexp.metrics.interface import Metric, judge_variants, resolve_options
 from ragexp.plugins.manager import Registry

@@ -33,16 +33,16 @@ def claims(*texts: str) -> str:
 
 
 def verdicts(*items: tuple[int, bool, str | None]) -> str:
-    return json.dumps(
-        {"verdicts": [{"claim": n, "supported": s, "chunk": c} for n, s, c in items]}
-    )
+    return json.dumps({"verdicts": [{"claim": n, "supported": s, "chunk": c} for n, s, c in items]})
 
 
 THREE = claims("The park opens at 6 am.", "Dogs may run free.", "Entry is free.")
 
 
 def test_unsupported_claims_are_named_and_scored_as_the_fraction_supported() -> None:
-    judge = FakeJudge([THREE, verdicts((1, True, "hours.md#0"), (2, False, None), (3, False, None))])
+    judge = FakeJudge(
+        [THREE, verdicts((1, True, "hours.md#0"), (2, False, None), (3, False, None))]
+    )
     [result] = run_metric(FaithfulnessClaims(), sample(), judge=judge)
     assert (result.score, result.label, result.parse_ok) == (pytest.approx(1 / 3), "PARTIAL", True)
     assert result.details is not None
@@ -60,7 +60,9 @@ def test_unsupported_claims_are_named_and_scored_as_the_fraction_supported() -> 
 
 
 def test_each_call_carries_its_schema_and_judge_variant() -> None:
-    judge = FakeJudge([THREE, verdicts((1, True, "hours.md#0"), (2, True, "pets.md#0"), (3, True, None))])
+    judge = FakeJudge(
+        [THREE, verdicts((1, True, "hours.md#0"), (2, True, "pets.md#0"), (3, True, None))]
+    )
     [result] = run_metric(FaithfulnessClaims(), sample(), judge=judge)
     assert result.label == "YES" and result.score == 1.0
     assert judge.settings == ["extract", "verify"]
@@ -72,7 +74,9 @@ def test_each_call_carries_its_schema_and_judge_variant() -> None:
     assert verdict["items"]["properties"]["chunk"]["enum"] == ["hours.md#0", "pets.md#0", None]
     assert verdict["items"]["properties"]["claim"]["enum"] == [1, 2, 3]
     assert "[hours.md#0]\nThe park opens at 6 am." in judge.prompts[1]
-    assert "1. The park opens at 6 am.\n2. Dogs may run free.\n3. Entry is free." in judge.prompts[1]
+    assert (
+        "1. The park opens at 6 am.\n2. Dogs may run free.\n3. Entry is free." in judge.prompts[1]
+    )
 
 
 def test_none_supported_is_no() -> None:
@@ -92,10 +96,11 @@ def test_an_answer_without_claims_is_reported_not_scored() -> None:
 
 def test_batches_of_batch_size_claims() -> None:
     five = claims(*(f"Claim {i}." for i in range(1, 6)))
-    judge = FakeJudge(
-        [five, verdicts((1, True, None), (2, True, None)), verdicts((1, True, None), (2, False, None)),
-         verdicts((1, False, None))]
-    )  # fmt: skip
+    first, second = (
+        verdicts((1, True, None), (2, True, None)),
+        verdicts((1, True, None), (2, False, None)),
+    )
+    judge = FakeJudge([five, first, second, verdicts((1, False, None))])
     [result] = run_metric(FaithfulnessClaims(), sample(), judge=judge, options={"batch_size": 2})
     assert result.score == pytest.approx(3 / 5)
     assert ["1. Claim 5." in p for p in judge.prompts[1:]] == [False, False, True]
