@@ -40,18 +40,18 @@ from ragexp.hookspecs import hookimpl
 from ragexp.metrics.interface import Judge, Metric, RegisterMetric, Sample, strip_reasoning
 from ragexp.results.case import MetricResult
 
-EXTRACT_PROMPT = """Break the ANSWER below into its atomic factual claims: short statements of one
-fact each, that can be checked on their own, in the answer's own words. Leave out questions,
-greetings, advice and statements that something is not known. If the answer makes no factual
-claim (e.g. "I don't know"), give an empty list.
+EXTRACT_PROMPT = """Split the ANSWER into its atomic factual claims: short sentences of one fact
+each, in the answer's own words. Leave out questions, greetings and advice. If the ANSWER states
+no fact (e.g. "I don't know"), give an empty list.
 
-For example, the answer "The lake is 3 miles from the trailhead and has no campsites." makes two
-claims: {{"claims": ["The lake is 3 miles from the trailhead.", "The lake has no campsites."]}}
+Example
+ANSWER: The lake is 3 miles from the trailhead and has no campsites.
+{{"claims": ["The lake is 3 miles from the trailhead.", "The lake has no campsites."]}}
 
 ANSWER:
 {answer}
 
-Reply in JSON with the claims of this ANSWER: {{"claims": [...]}}"""
+Reply in JSON: {{"claims": [...]}}"""
 
 VERIFY_PROMPT = """You are a strict evaluator. For each CLAIM below, decide whether the CONTEXT
 directly supports it. Use ONLY the context — do not use outside knowledge. Each chunk of the
@@ -68,8 +68,10 @@ it, and the id of the chunk that supports it (null when none does), e.g.
 {{"verdicts": [{{"claim": 1, "supported": true, "chunk": "trails.md#2"}}, {{"claim": 2,
 "supported": false, "chunk": null}}]}}"""
 
-MAX_CLAIMS = 32
-"""The most claims one extraction reply may list (the schema's ``maxItems``)."""
+MAX_CLAIMS = 16
+"""The most claims one extraction reply may list (the schema's ``maxItems``): with the default
+``max_tokens`` a list this long still closes, so a model that repeats itself (a tiny one does)
+yields whole JSON; repeated claims are dropped."""
 
 CLAIMS_SCHEMA: dict[str, Any] = {
     "title": "claims",
