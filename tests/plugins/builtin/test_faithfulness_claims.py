@@ -177,6 +177,8 @@ def test_json_items_keeps_the_complete_items_of_a_reply_cut_short() -> None:
     assert json_items('{"claims": ["a", "b", "c', "claims") == (["a", "b"], False)
     assert json_items('{"claims": "a"}', "claims") == ([], False)
     assert json_items("no json", "claims") == ([], False)
+    # llama.cpp's JSON grammar lets a raw newline into a string
+    assert json_items('{"claims": ["a\nb"]}', "claims") == (["a\nb"], True)
 
 
 def test_parse_claims_drops_blank_and_repeated_claims() -> None:

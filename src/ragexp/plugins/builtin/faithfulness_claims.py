@@ -111,7 +111,9 @@ def verdict_schema(n_claims: int, chunk_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(strict=False)
+"""Lenient about control characters inside strings: llama.cpp's JSON grammar lets a raw
+newline into a string, which strict JSON refuses."""
 
 
 def json_items(text: str, key: str) -> tuple[list[Any], bool]:
