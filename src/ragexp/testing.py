@@ -39,7 +39,8 @@ class JudgeScriptExhausted(AssertionError):
 
 
 class FakeJudge:
-    """A judge (``async (prompt) -> str``) that answers from a script and records each prompt.
+    """A judge (``async (prompt) -> str``) that answers from a script and records each prompt
+    (and each call's ``schema`` and ``settings``, for a metric that passes them).
 
     ``replies`` is a list of replies given in order (one per call), a single string returned
     to every call, or a function ``prompt -> reply``. A call after the last scripted reply raises
@@ -61,11 +62,19 @@ class FakeJudge:
             self._reply = self._next_scripted
         self.prompts: list[str] = []
         """Every prompt the metric sent, in order."""
+        self.schemas: list[Mapping[str, Any] | None] = []
+        """The JSON schema of each call (None: a plain call), in order."""
+        self.settings: list[str | None] = []
+        """The judge variant each call asked for (None: the judge itself), in order."""
         self.exhausted: JudgeScriptExhausted | None = None
         """Set when a call found the script used up (`run_metric` raises it)."""
 
-    async def __call__(self, prompt: str) -> str:
+    async def __call__(
+        self, prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
+    ) -> str:
         self.prompts.append(prompt)
+        self.schemas.append(schema)
+        self.settings.append(settings)
         reply = self._reply(prompt)
         if isinstance(reply, Exception):
             raise reply

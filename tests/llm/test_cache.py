@@ -254,3 +254,13 @@ def test_a_new_file_locked_at_once_by_another_opener_is_opened_again(
     cache.put("k", backend="b", model="m", role="r", completion=_completion())
     assert cache.get("k") is not None
     cache.close()
+
+
+def test_a_call_without_a_schema_keeps_the_key_it_had_and_a_schema_changes_it() -> None:
+    # the key of BASE as ragexp computed it before calls could carry a schema
+    assert call_key(**BASE) == "07ab6a0bf4159246a9d1bd6e16975fd1ab5b5340429f5bb2b69e14e5ea537315"
+    assert call_key(**BASE, schema=None) == call_key(**BASE)
+    claims = {"type": "object", "properties": {"claims": {"type": "array"}}}
+    keyed = call_key(**BASE, schema=claims)
+    assert keyed != call_key(**BASE)
+    assert keyed != call_key(**BASE, schema={**claims, "required": ["claims"]})

@@ -481,3 +481,20 @@ def test_backend_calls_the_ollama_host_server(monkeypatch: pytest.MonkeyPatch) -
     assert backend.url == "http://127.0.0.1:5000"
     run(backend, lambda b: b.preflight())
     assert seen == ["http://127.0.0.1:5000/api/tags"]
+
+
+def test_a_schema_is_sent_as_ollamas_format() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=chat_reply('{"claims": []}'))
+
+    schema = {"type": "object", "properties": {"claims": {"type": "array"}}}
+    completion = run(
+        make(handler), lambda b: b.chat([{"role": "user", "content": "x"}], schema=schema)
+    )
+    assert completion.text == '{"claims": []}'
+    run(make(handler), lambda b: b.chat([{"role": "user", "content": "x"}]))
+    assert bodies[0]["format"] == schema
+    assert "format" not in bodies[1]  # a plain call is sent as before

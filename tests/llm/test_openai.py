@@ -11,7 +11,13 @@ import httpx
 import pytest
 
 from ragexp.config import LLMConfig
-from ragexp.errors import BackendError, BackendUnavailable, ConfigError, ModelNotFound
+from ragexp.errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    ModelNotFound,
+    RagexpWarning,
+)
 from ragexp.llm.openai import OpenAIBackend
 from tests.backend_run import run
 
@@ -362,3 +368,85 @@ def test_preflight_accepts_ollama_latest_tag() -> None:
 
     backend = make(handler, model="nomic-embed-text")
     assert run(backend, lambda b: b.preflight()) == "nomic-embed-text"
+
+
+SCHEMA = {
+    "title": "claims",
+    "type": "object",
+    "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
+    "required": ["claims"],
+    "additionalProperties": False,
+}
+
+
+def test_a_schema_is_sent_as_a_strict_json_schema_response_format() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=completion('{"claims": []}'))
+
+    run(make(handler), lambda b: b.chat(USER, schema=SCHEMA))
+    assert bodies[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+    }
+    run(make(handler), lambda b: b.chat(USER))
+    assert "response_format" not in bodies[1]
+
+
+def test_a_400_to_a_schema_falls_back_to_plain_once_and_is_remembered() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "response_format" in body:
+            error = {"message": "response_format json_schema is not supported", "type": "invalid"}
+            return httpx.Response(400, json={"error": error})
+        return httpx.Response(200, json=completion('{"claims": ["a"]}'))
+
+    async def twice(backend: OpenAIBackend) -> list[str]:
+        with pytest.warns(RagexpWarning, match="refused response_format") as caught:
+            first = await backend.chat(USER, schema=SCHEMA)
+            second = await backend.chat(USER, schema=SCHEMA)
+        assert len(caught) == 1  # said once per endpoint
+        return [first.text, second.text]
+
+    assert run(make(handler), twice) == ['{"claims": ["a"]}'] * 2
+    assert ["response_format" in body for body in bodies] == [True, False, False]
+
+
+def test_a_400_that_is_not_about_the_schema_is_still_an_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, json={"error": {"message": "prompt is too long"}})
+
+    backend = make(handler)
+    with pytest.raises(BackendError, match="prompt is too long"):
+        run(backend, lambda b: b.chat(USER, schema=SCHEMA))
+    assert backend.takes_schema  # the plain retry failed too: nothing learnt about schemas
+
+
+def test_the_schema_reaches_a_loopback_server_and_its_400_is_remembered() -> None:
+    from tests.ollama_server import FakeOllama
+
+    with FakeOllama(["qwen2.5:7b"], responder=lambda model, messages: '{"claims": []}') as server:
+        config = LLMConfig(backend="openai", model="qwen2.5:7b", base_url=f"{server.url}/v1")
+        refused = {"error": {"message": "'response_format' of type 'json_schema' is not supported"}}
+        server.fail_next(400, refused, path="/v1/chat/completions")
+
+        async def calls(backend: OpenAIBackend) -> None:
+            with pytest.warns(RagexpWarning, match="not supported"):
+                await backend.chat(USER, schema=SCHEMA)
+            await backend.chat(USER, schema=SCHEMA)
+
+        run(OpenAIBackend(config), calls)
+        sent = [r.body.get("response_format") for r in server.requests_to("/v1/chat/completions")]
+    assert sent == [
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+        },
+        None,
+        None,
+    ]

@@ -445,9 +445,9 @@ def test_help_lists_metrics_with_options_and_survives_a_broken_plugin(
     lines = metrics_help().splitlines()
     assert lines[0].startswith("Metrics (metrics=[a,b]; options: metric_options.")
     assert lines[1:4] == [
-        f"  answer_length     no judge; from plugin 'length' ({path})",
+        f"  answer_length        no judge; from plugin 'length' ({path})",
         "      max_words (int, default 100): answer longer than this scores 0",
-        "  answer_relevance  asks the judge",
+        "  answer_relevance     asks the judge",
     ]
     registry.cache_clear()
     write(tmp_path / "bad", "bad.py", "raise RuntimeError('boom')\n")

@@ -57,6 +57,7 @@ def test_builtins_load_first_and_are_ordinary_plugins() -> None:
     assert [p.name for p in reg.plugins] == list(DEFAULT_PLUGINS)
     assert set(reg.metrics) == {
         "faithfulness",
+        "faithfulness_claims",
         "answer_relevance",
         "hit_rate",
         "mrr",

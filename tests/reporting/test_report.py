@@ -313,3 +313,26 @@ def test_a_metric_reading_is_rendered_whatever_the_metric() -> None:
     scores = report[report.index("## Scores") : report.index("## Cases")]
     assert "**Relevance:** read by a plugin." in scores
     assert "**Faithfulness 0.50**" in scores  # the built-in's own reading, beside it
+
+
+def test_unsupported_claims_are_highlighted_under_their_case() -> None:
+    claims = [
+        {
+            "claim": "The vehicle pass costs $35.",
+            "supported": True,
+            "chunk": "fees-and-passes.md#0",
+        },
+        {"claim": "It is valid for a year.", "supported": False, "chunk": None},
+        {"claim": "Seniors enter free.", "supported": None, "chunk": None},
+    ]
+    result = MetricResult(
+        score=0.5, label="PARTIAL", raw="...", parse_ok=False, details={"claims": claims}
+    )
+    case = CASES[0].model_copy(update={"metrics": {"faithfulness_claims": result}})
+    config = make_config().model_copy(update={"metrics": ["faithfulness_claims"]})
+    section = case_section(render(config=config, cases=[case]), "demo-01")
+    assert "**Claims (faithfulness_claims):** 1 of 3 supported, 1 unverified" in section
+    assert "- supported: The vehicle pass costs $35. (`fees-and-passes.md#0`)" in section
+    assert "- **UNSUPPORTED: It is valid for a year.**" in section
+    assert "- unverified: Seniors enter free." in section
+    assert "Claims (" not in case_section(render(), "demo-01")  # no claims, no section

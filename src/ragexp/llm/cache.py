@@ -8,9 +8,10 @@ rather than diskcache (itself SQLite underneath): one table with typed columns t
 
 The key is the SHA-256 of everything that changes a call's output: the backend kind, the model's
 identity (Ollama digest, GGUF sha256 and runtime, the served model id; never the name alone), the
-full messages, the decoding options, the replicate index, and for judge calls the metric's name
-and version. Modes (``cache.mode``): ``readwrite`` (default), ``read`` (use entries, add none),
-``refresh`` (make every call again and store it), ``off``.
+full messages, the decoding options, the replicate index, for judge calls the metric's name
+and version, and for a call constrained to a JSON schema, the schema. Modes (``cache.mode``):
+``readwrite`` (default), ``read`` (use entries, add none), ``refresh`` (make every call again
+and store it), ``off``.
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ def call_key(
     replicate: int = 0,
     metric: str | None = None,
     metric_version: str | None = None,
+    schema: Mapping[str, Any] | None = None,
 ) -> str:
-    """The content address of one call (see the module docstring)."""
+    """The content address of one call (see the module docstring); a call constrained to a
+    JSON ``schema`` has it in its key (a call without one keeps the key it always had)."""
     payload = {
         "backend": backend,
         "model_id": model_id,
@@ -75,6 +78,8 @@ def call_key(
         "metric": metric,
         "metric_version": metric_version,
     }
+    if schema is not None:
+        payload["schema"] = dict(schema)
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -4,6 +4,8 @@ identity, cache hit, attempts): the generation of ``system=ragexp`` and every ju
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from ragexp.llm.endpoint import Endpoint
 from ragexp.llm.interface import Message
@@ -18,6 +20,7 @@ async def recorded_call(
     metric: str | None = None,
     metric_version: str | None = None,
     replicate: int = 0,
+    schema: Mapping[str, Any] | None = None,
 ) -> LLMCall:
     """Ask ``endpoint`` and record the call under ``role`` (``generate``, ``judge:<metric>``)."""
     start_ns = time.time_ns()
@@ -27,6 +30,7 @@ async def recorded_call(
         metric=metric,
         metric_version=metric_version,
         replicate=replicate,
+        schema=schema,
     )
     return LLMCall(
         role=role,

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ragexp.config.llm import LLMConfig
 from ragexp.errors import BackendUnavailable, ConfigError
@@ -102,9 +102,11 @@ class Endpoint:
         metric: str | None = None,
         metric_version: str | None = None,
         replicate: int = 0,
+        schema: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One chat call, from the cache when it holds the same call (same model identity,
-        messages, decoding options, replicate and, for judges, metric and version)."""
+        messages, decoding options, replicate and, for judges, metric and version; and the
+        JSON ``schema`` the reply is constrained to, when given)."""
         key = None
         if self.cache is not None:
             key = call_key(
@@ -115,12 +117,18 @@ class Endpoint:
                 replicate=replicate,
                 metric=metric,
                 metric_version=metric_version,
+                schema=schema,
             )
             hit = self.cache.get(key)
             if hit is not None:
                 self.cached += 1
                 return hit
-        completion = await self._on_a_server(lambda backend: backend.chat(messages))
+        if schema is None:  # a backend written before schemas keeps working
+            completion = await self._on_a_server(lambda backend: backend.chat(messages))
+        else:
+            completion = await self._on_a_server(
+                lambda backend: backend.chat(messages, schema=schema)
+            )
         if self.cache is not None and key is not None:
             self.cache.put(
                 key,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragexp.config.llm import LLMConfig
 
@@ -41,8 +41,13 @@ class Backend(Protocol):
         `BackendUnavailable` / `ModelNotFound` with the command that fixes it."""
         ...
 
-    async def chat(self, messages: Sequence[Message]) -> Completion:
-        """One chat completion with the config's decoding options."""
+    async def chat(
+        self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One chat completion with the config's decoding options. With ``schema`` (a JSON
+        schema), the reply is constrained to it by the backend's own means where it has one
+        (Ollama's ``format``, OpenAI's ``response_format``, a llama.cpp grammar); a reply cut
+        short by ``max_tokens`` can still be incomplete JSON."""
         ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

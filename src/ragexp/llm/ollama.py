@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -57,7 +57,10 @@ class OllamaBackend:
         tags = await self.http.request("GET", "/api/tags")
         return [str(e.get("name")) for e in tags.get("models", []) if isinstance(e, dict)]
 
-    async def chat(self, messages: Sequence[Message]) -> Completion:
+    async def chat(
+        self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One ``/api/chat`` call; a ``schema`` goes as Ollama's ``format`` (its grammar)."""
         options: dict[str, Any] = {
             "temperature": self.config.temperature,
             "num_ctx": self.config.num_ctx,
@@ -73,6 +76,8 @@ class OllamaBackend:
         }
         if self.config.keep_alive is not None:
             body["keep_alive"] = self.config.keep_alive
+        if schema is not None:
+            body["format"] = dict(schema)
         start = time.perf_counter()
         data, attempts = await self._call("/api/chat", body)
         latency = time.perf_counter() - start

@@ -7,17 +7,33 @@ lives only in the client's headers.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from ragexp.config.llm import LLMConfig
-from ragexp.errors import BackendError, ConfigError, ModelNotFound
-from ragexp.llm.http import JSONClient
+from ragexp.errors import BackendError, ConfigError, ModelNotFound, RagexpWarning
+from ragexp.llm.http import Answer, JSONClient
 from ragexp.llm.interface import Completion, Message
 from ragexp.llm.retry import RetryPolicy
+
+SCHEMA_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What OpenAI accepts as ``response_format.json_schema.name``."""
+
+
+def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenAI's structured-output ``response_format`` for a JSON schema (strict: the server
+    holds the reply to it), named by the schema's ``title`` when that is a valid name."""
+    title = str(schema.get("title", ""))
+    name = title if SCHEMA_NAME_RE.fullmatch(title) else "reply"
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": dict(schema), "strict": True},
+    }
 
 
 class OpenAIBackend:
@@ -50,6 +66,8 @@ class OpenAIBackend:
             url_hint="fix base_url (it ends in /v1)",
         )
         self.model_id = config.model
+        self.takes_schema = True
+        """False once the server refused ``response_format`` (400): asked without it since."""
 
     async def served_models(self) -> list[str]:
         """The model ids ``/models`` lists (empty for servers that do not list models)."""
@@ -72,7 +90,11 @@ class OpenAIBackend:
             )
         return self.model_id
 
-    async def chat(self, messages: Sequence[Message]) -> Completion:
+    async def chat(
+        self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One ``/chat/completions`` call; a ``schema`` goes as ``response_format`` (json_schema,
+        strict), or, on a server that refuses that with a 400, is left out from then on."""
         body: dict[str, Any] = {
             "model": self.config.model,
             "messages": list(messages),
@@ -81,8 +103,10 @@ class OpenAIBackend:
         }
         if self.config.seed is not None:
             body["seed"] = self.config.seed
+        if schema is not None and self.takes_schema:
+            body["response_format"] = response_format(schema)
         start = time.perf_counter()
-        answer = await self.http.call("POST", "/chat/completions", body)
+        answer = await self._post_chat(body)
         data = answer.data
         latency = time.perf_counter() - start
         try:
@@ -98,6 +122,28 @@ class OpenAIBackend:
             model_id=str(data.get("model") or self.model_id),
             attempts=answer.attempts,
         )
+
+    async def _post_chat(self, body: dict[str, Any]) -> Answer:
+        """POST the chat; a 400 to a ``response_format`` is tried once more without it, and the
+        endpoint remembers the server does not take one (when that second try is answered)."""
+        try:
+            return await self.http.call("POST", "/chat/completions", body)
+        except BackendError as exc:
+            if "response_format" not in body or exc.status != 400:
+                raise
+            plain = {k: v for k, v in body.items() if k != "response_format"}
+            answer = await self.http.call("POST", "/chat/completions", plain)
+            if self.takes_schema:
+                self.takes_schema = False
+                warnings.warn(
+                    f"{self.url} refused response_format (json_schema) with 400 ({exc.detail}); "
+                    f"replies of {self.config.model} are asked for without it, so some may not "
+                    "parse: use a server with structured outputs (vLLM, llama.cpp server, "
+                    "Ollama's /v1) for schema-constrained replies",
+                    RagexpWarning,
+                    stacklevel=2,
+                )
+            return answer
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         data = await self.http.request(

@@ -2,6 +2,8 @@
 optional capabilities, and `scoring`, which holds every result to that contract."""
 
 from ragexp.metrics.interface import (
+    AsksJudgeVariants,
+    CountsCalls,
     Judge,
     Metric,
     ReadsMean,
@@ -9,6 +11,8 @@ from ragexp.metrics.interface import (
     Sample,
     TakesLabels,
     format_context,
+    judge_calls,
+    judge_variants,
     label_scores,
     options_model,
     read_mean,
@@ -17,6 +21,8 @@ from ragexp.metrics.interface import (
 )
 
 __all__ = [
+    "AsksJudgeVariants",
+    "CountsCalls",
     "Judge",
     "Metric",
     "ReadsMean",
@@ -24,6 +30,8 @@ __all__ = [
     "Sample",
     "TakesLabels",
     "format_context",
+    "judge_calls",
+    "judge_variants",
     "label_scores",
     "options_model",
     "read_mean",

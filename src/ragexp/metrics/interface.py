@@ -41,8 +41,29 @@ def strip_reasoning(raw: str) -> str:
     return THINK_END_RE.split(text)[-1]
 
 
-Judge = Callable[[str], Awaitable[str]]
-"""Ask the judge model one prompt (a single user message); returns its raw text."""
+class Judge(Protocol):
+    """Ask the judge model one prompt (a single user message); returns its raw text.
+
+    ``judge(prompt)`` is all most metrics need. Two keywords serve metrics that make several
+    calls (`faithfulness_claims`):
+
+    - ``schema``: a JSON schema the reply must follow, sent through the backend's own
+      constraint (Ollama's ``format``, OpenAI's ``response_format``, a llama.cpp grammar on the
+      embedded model). The reply is still text: parse it, since a reply cut short by
+      ``max_tokens`` (or from a server without structured outputs) can be incomplete JSON.
+    - ``settings``: the name of one of the judge variants the metric declares
+      (`AsksJudgeVariants`): e.g. another model for one step, or more tokens.
+
+    Each call is its own cache entry (its prompt, schema and the endpoint that answers it).
+    """
+
+    def __call__(
+        self,
+        prompt: str,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        settings: str | None = None,
+    ) -> Awaitable[str]: ...
 
 
 @runtime_checkable
@@ -90,6 +111,52 @@ class TakesLabels(Protocol):
     people's labels with it."""
 
     label_scores: Mapping[str, float]
+
+
+@runtime_checkable
+class AsksJudgeVariants(Protocol):
+    """Optional: a metric that asks the judge with other settings for some calls (another
+    model, more tokens): each variant is a name and the judge config keys it changes, e.g.
+    ``{"extract": {"model": "qwen2.5:7b", "max_tokens": 512}}``. The run builds and checks each
+    variant's endpoint with the rest of the judge's config before any case, and
+    ``judge(prompt, settings="extract")`` asks it. A call through a variant is cached under that
+    variant's model, so a sweep that changes only ``judge.model`` reuses every call a variant
+    with its own ``model`` made."""
+
+    def judge_variants(self, options: Any) -> Mapping[str, Mapping[str, Any]]:
+        """The variants for these resolved options (an empty mapping: none)."""
+        ...
+
+
+@runtime_checkable
+class CountsCalls(Protocol):
+    """Optional: a metric that makes more than one judge call per case says how many, in
+    words (``ragexp plugins`` shows it), e.g. "1 + ceil(claims / 8): 2 for up to 8 claims"."""
+
+    def judge_calls(self, options: Any) -> str:
+        """The judge calls one case costs under these resolved options."""
+        ...
+
+
+def judge_variants(metric: object, options: Any) -> dict[str, dict[str, Any]]:
+    """The judge variants ``metric`` declares (`AsksJudgeVariants`) for ``options``; {} when
+    it declares none."""
+    variants = getattr(metric, "judge_variants", None)
+    if not callable(variants):
+        return {}
+    return {str(name): dict(changes) for name, changes in variants(options).items()}
+
+
+def judge_calls(metric: object, options: Any) -> str | None:
+    """What ``metric`` says one case costs in judge calls (`CountsCalls`), or None."""
+    calls = getattr(metric, "judge_calls", None)
+    if not callable(calls):
+        return None
+    try:
+        text = calls(options)
+    except Exception:  # an optional view of a plugin's: never a reason to fail a listing
+        return None
+    return text if isinstance(text, str) and text else None
 
 
 def label_scores(metric: object) -> dict[str, float] | None:

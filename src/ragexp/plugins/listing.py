@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from ragexp.config.options import OptionInfo, option_infos
 from ragexp.errors import PluginError
-from ragexp.metrics.interface import options_model
+from ragexp.metrics.interface import judge_calls, options_model, resolve_options
 from ragexp.plugins.manager import Registry, registry
 from ragexp.systems.interface import SystemSpec
 
@@ -28,6 +28,15 @@ def system_options(spec: SystemSpec) -> str:
     return ", ".join(o.brief() for o in option_infos(spec.Options)) or "none"
 
 
+def default_calls(metric: object) -> str | None:
+    """The judge calls per case ``metric`` states (`CountsCalls`) under its default options."""
+    try:
+        options = resolve_options(metric, {})  # type: ignore[arg-type]
+    except Exception:  # a metric whose options need values: it states nothing here
+        return None
+    return judge_calls(metric, options)
+
+
 def format_plugins(reg: Registry) -> str:
     """The human listing of ``ragexp plugins``: each metric's options under its metrics."""
     lines = []
@@ -37,6 +46,8 @@ def format_plugins(reg: Registry) -> str:
             lines.append(f"    {kind}: {', '.join(names)}")
             for name in names if kind == "metrics" else ():
                 lines += _option_lines(f"        {name} options: ", reg.metrics[name])
+                if (calls := default_calls(reg.metrics[name])) is not None:
+                    lines.append(f"        {name} calls: {calls}")
             for name in names if kind == "systems" else ():
                 spec = reg.systems[name]
                 lines.append(f"        {name}: {spec.description}")
@@ -62,6 +73,11 @@ def plugins_json(reg: Registry) -> str:
             },
             "system_options": {
                 name: system_options(reg.systems[name]) for name in p.registers.get("systems", ())
+            },
+            "calls": {
+                name: calls
+                for name in p.registers.get("metrics", ())
+                if (calls := default_calls(reg.metrics[name])) is not None
             },
         }
         for p in reg.plugins

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_markdown
+from ragexp.reporting.claims import claims_lines
 from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
     clusters_cell,
@@ -246,7 +247,7 @@ def _case_section(case: CaseResult) -> list[str]:
         flag = "" if m.parse_ok else " (unparsed)"
         label = text(m.label, cell=True) if m.label else "–"
         lines.append(f"| {name} | {label}{flag} | {score} | {said} |")
-    return [*lines, ""]
+    return [*lines, "", *claims_lines(case)]
 
 
 def _options(options: Mapping[str, object]) -> str:

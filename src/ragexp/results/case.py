@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -89,6 +91,12 @@ class MetricResult(_Model):
     they measure the judge's noise and do not enter the score."""
     human: list[AppliedLabel] = Field(default_factory=list)
     """People's labels of this answer, when the run was given some (``labels=...``)."""
+    details: dict[str, Any] | None = None
+    """What a metric found beyond its label, as plain JSON, when it says more (None for most).
+    ``faithfulness_claims``: ``claims``, a list of ``{"claim", "supported" (true, false, or
+    null: unverified), "chunk" (the id of the chunk that supports it)}``, and the counts
+    ``supported``, ``unsupported``, ``unverified``, ``broken_replies``, ``calls``. A list under
+    ``claims`` in that shape is what report.md shows under the case."""
     calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Judge calls behind this result (kept for traces, not written to cases.jsonl)."""
 

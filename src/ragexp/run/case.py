@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ragexp.config.schema import RunConfig
 from ragexp.data.dataset import Case
-from ragexp.errors import BackendUnavailable, RagexpError, ServerGone, SystemFailed, first_line
+from ragexp.errors import (
+    BackendUnavailable,
+    MetricError,
+    RagexpError,
+    ServerGone,
+    SystemFailed,
+    first_line,
+)
 from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
 from ragexp.metrics.interface import Judge, Metric, Sample
@@ -41,6 +48,8 @@ class CaseRun:
     done: int = field(default=0)
     unreachable: int = field(default=0)
     """Cases in a row (as they end) that could not reach their server."""
+    variants: dict[tuple[str, str], list[Endpoint]] = field(default_factory=dict)
+    """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`)."""
 
 
 def _count_unreachable(run: CaseRun, exc: RagexpError) -> None:
@@ -125,7 +134,7 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> Me
         return result.model_copy(update={"metric_version": metric.version, "calls": calls})
     first, *others = await asyncio.gather(
         *(
-            _score_once(metric, owner, sample, _judge_for(endpoint, metric, calls, r), run)
+            _score_once(metric, owner, sample, _judge_for(endpoint, metric, calls, r, run), run)
             for r, endpoint in enumerate(run.judges)
         )
     )
@@ -143,14 +152,24 @@ async def _score_once(
     return await score_sample(metric, owner, sample, judge, run.options[metric.name])
 
 
-def _judge_for(endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int) -> Judge:
-    async def judge(prompt: str) -> str:
+def _judge_for(
+    endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int, run: CaseRun
+) -> Judge:
+    async def judge(
+        prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
+    ) -> str:
+        asked = endpoint
+        if settings is not None:
+            if (metric.name, settings) not in run.variants:
+                raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
+            asked = run.variants[(metric.name, settings)][replicate]
         call = await _call(
-            endpoint,
+            asked,
             [{"role": "user", "content": prompt}],
             role=f"judge:{metric.name}",
             metric=metric,
             replicate=replicate,
+            schema=schema,
         )
         calls.append(call)
         return call.text
@@ -164,6 +183,7 @@ async def _call(
     role: str,
     metric: Metric | None = None,
     replicate: int = 0,
+    schema: Mapping[str, Any] | None = None,
 ) -> LLMCall:
     return await recorded_call(
         endpoint,
@@ -172,6 +192,7 @@ async def _call(
         metric=metric.name if metric else None,
         metric_version=metric.version if metric else None,
         replicate=replicate,
+        schema=schema,
     )
 
 

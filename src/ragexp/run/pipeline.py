@@ -8,15 +8,19 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
+from pydantic import ValidationError
+
+from ragexp.config.llm import LLMConfig
 from ragexp.config.schema import RunConfig
 from ragexp.data.dataset import Case, Dataset
+from ragexp.errors import ConfigError
 from ragexp.llm.cache import CallCache
-from ragexp.llm.endpoint import EndpointPool
-from ragexp.metrics.interface import resolve_options
+from ragexp.llm.endpoint import Endpoint, EndpointPool
+from ragexp.metrics.interface import Metric, judge_variants, resolve_options
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
 from ragexp.run.case import CaseRun, run_case
@@ -121,6 +125,7 @@ async def _prepare(
         if needs_judge
         else []
     )
+    variants = _judge_variants(config, metrics, options, pool) if judges else {}
     try:
         await pool.preflight()
         await start(system)
@@ -129,8 +134,37 @@ async def _prepare(
         raise
     return CaseRun(
         config, SystemRun.of(system, spec, config.system, cache), judges, metrics, options,
-        progress, on_case, total=len(dataset.cases),
+        progress, on_case, total=len(dataset.cases), variants=variants,
     )  # fmt: skip
+
+
+def _judge_variants(
+    config: RunConfig,
+    metrics: list[tuple[Metric, str]],
+    options: dict[str, Any],
+    pool: EndpointPool,
+) -> dict[tuple[str, str], list[Endpoint]]:
+    """The endpoints of the judge variants metrics declare (`AsksJudgeVariants`), one per
+    judgement: the judge's config with the variant's keys changed, checked like the judge."""
+    found: dict[tuple[str, str], list[Endpoint]] = {}
+    for metric, _ in metrics:
+        for name, changes in judge_variants(metric, options[metric.name]).items():
+            path = f"metric_options.{metric.name}"
+            found[(metric.name, name)] = [
+                pool.get(path, _changed(config.judge.replicate(r), changes, path))
+                for r in range(config.judge.repeats)
+            ]
+    return found
+
+
+def _changed(judge: LLMConfig, changes: Mapping[str, Any], path: str) -> LLMConfig:
+    """``judge`` with ``changes`` applied, validated as a judge config is."""
+    try:
+        return type(judge).model_validate({**judge.model_dump(), **changes})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise ConfigError(f"{path}: judge setting {where}: {error['msg']}") from None
 
 
 async def _run_cases(

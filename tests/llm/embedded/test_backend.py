@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib.util
+import json
 import os
 import re
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -265,3 +268,78 @@ def test_batched_worker_answers_as_the_serial_path() -> None:
             s["completion_tokens"],
         )
         assert set(b) == set(s)
+
+
+def _valid_claims(reply: str) -> bool:
+    data = json.loads(reply, strict=False)  # llama.cpp's grammar lets a raw newline in a string
+    claims = data["claims"]
+    return (
+        list(data) == ["claims"]
+        and len(claims) <= 3
+        and all(isinstance(c, str) and len(c) <= 60 for c in claims)
+    )
+
+
+def _valid_verdicts(reply: str, n_claims: int, chunk_ids: set[str]) -> bool:
+    data = json.loads(reply)
+    verdicts = data["verdicts"]
+    return (
+        list(data) == ["verdicts"]
+        and len(verdicts) == n_claims
+        and all(
+            set(v) == {"claim", "supported", "chunk"}
+            and v["claim"] in range(1, n_claims + 1)
+            and isinstance(v["supported"], bool)
+            and (v["chunk"] is None or v["chunk"] in chunk_ids)
+            for v in verdicts
+        )
+    )
+
+
+@pytest.mark.slow
+def test_the_grammar_holds_every_reply_to_its_schema_on_demo_cases() -> None:
+    """faithfulness_claims' two schemas as llama.cpp grammars, on 4 demo cases decoded together
+    (the batched path): every reply is JSON of its schema, without a word of the prompt saying
+    how to format it beyond the metric's own prompts."""
+    from ragexp.config.hydra import bundled_data_dir
+    from ragexp.data.chunking import chunk_text
+    from ragexp.plugins.builtin import faithfulness_claims as fc
+
+    demo = bundled_data_dir() / "demo"
+    cases = [json.loads(line) for line in (demo / "cases.jsonl").read_text().splitlines()[:4]]
+    backend = EmbeddedBackend(LLMConfig(model="smollm2:135m", max_tokens=200))
+    # at most 3 claims of 60 characters: a tiny model repeats itself, and the list must close
+    # within max_tokens
+    claims_schema = copy.deepcopy(fc.CLAIMS_SCHEMA)
+    claims_schema["properties"]["claims"]["maxItems"] = 3
+    claims_schema["properties"]["claims"]["items"]["maxLength"] = 60
+
+    async def one(case: dict[str, Any]) -> tuple[str, str, list[str]]:
+        doc = case["relevant_docs"][0]
+        chunk = chunk_text(doc, (demo / "corpus" / doc).read_text(), 80, 0)[0]
+        extraction = await backend.chat(
+            [{"role": "user", "content": fc.EXTRACT_PROMPT.format(answer=case["reference"])}],
+            schema=claims_schema,
+        )
+        claims = ["The pass costs $35.", "Dogs are allowed."]
+        prompt = fc.VERIFY_PROMPT.format(
+            context=f"[{chunk.chunk_id}]\n{chunk.text}",
+            claims="\n".join(f"{n}. {c}" for n, c in enumerate(claims, start=1)),
+        )
+        verification = await backend.chat(
+            [{"role": "user", "content": prompt}],
+            schema=fc.verdict_schema(len(claims), [chunk.chunk_id]),
+        )
+        return extraction.text, verification.text, [chunk.chunk_id]
+
+    async def go() -> list[tuple[str, str, list[str]]]:
+        try:
+            await backend.preflight()
+            return list(await asyncio.gather(*(one(case) for case in cases)))
+        finally:
+            await backend.aclose()
+
+    replies = asyncio.run(go())
+    for extraction, verification, ids in replies:
+        assert _valid_claims(extraction), extraction
+        assert _valid_verdicts(verification, 2, set(ids)), verification

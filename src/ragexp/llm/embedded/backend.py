@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -127,17 +127,22 @@ class EmbeddedBackend:
         """The worker's llama.cpp: its build features and which build was loaded."""
         return await (await self._started()).start()
 
-    async def chat(self, messages: Sequence[Message]) -> Completion:
+    async def chat(
+        self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One chat call in the worker; a ``schema`` becomes a llama.cpp grammar there, applied
+        on the batched path as on the serial one (``batch.chat_kwargs``)."""
         worker = await self._started()
-        out = await worker.request(
-            {
-                "op": "chat",
-                "messages": list(messages),
-                "temperature": self.config.temperature,
-                "max_tokens": self.config.max_tokens,
-                "seed": self.config.seed,
-            }
-        )
+        request: dict[str, Any] = {
+            "op": "chat",
+            "messages": list(messages),
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            "seed": self.config.seed,
+        }
+        if schema is not None:
+            request["schema"] = dict(schema)
+        out = await worker.request(request)
         return Completion(
             text=str(out["text"]),
             prompt_tokens=out.get("prompt_tokens"),

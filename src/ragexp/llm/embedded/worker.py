@@ -10,7 +10,8 @@ answer line:
 
 - ``{"op": "load", "path", "n_ctx", "seed", "f16_path"}`` -> ``{"ok": true}``: converts the
   GGUF to F16 at ``f16_path`` first unless that file exists (see `convert_to_f16`)
-- ``{"op": "chat", "messages", "temperature", "max_tokens", "seed"}`` -> ``{"text",
+- ``{"op": "chat", "messages", "temperature", "max_tokens", "seed"}`` (and optionally
+  ``"schema"``, a JSON schema the reply is held to by a llama.cpp grammar) -> ``{"text",
   "prompt_tokens", "completion_tokens", "latency_s", "prompt_eval_ms", "prompt_eval_tokens",
   "eval_ms", "eval_tokens"}``
 
