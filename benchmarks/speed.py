@@ -18,7 +18,9 @@ f) MLflow's share: (a)'s run with ``tracking.enabled=true`` against ``false``;
 g) MLflow's cost per case, wall and CPU (every process of the run: the job, its tracking process),
    on a fast server: N cases at L = 20 ms, concurrency 8, into an existing store, tracking on
    against off, the two interleaved R times (medians);
-h) scale at L = 0 with MLflow on: cases/s at 10,000 cases against 1,000, and peak RSS.
+h) scale at L = 0 with MLflow on: cases/s at 10,000 cases against 1,000, and peak RSS;
+i) MLflow's cost as a line, per case and once per run: (g)'s pairs at two sizes (200 and 1,000
+   cases), the slope of (on - off) between them per extra case and its intercept, wall and CPU.
 """
 
 from __future__ import annotations
@@ -267,6 +269,32 @@ def figure_h(root: Path, small: int, large: int) -> list[str]:
     ]
 
 
+def figure_i(root: Path, small: int, large: int, repeats: int) -> list[str]:
+    """(g)'s interleaved pairs at two sizes: MLflow's wall and CPU per extra case (the slope of
+    on - off between the sizes) and once per run (the line's value at 0 cases); medians."""
+    import statistics
+
+    extra: dict[int, list[tuple[float, float]]] = {small: [], large: []}
+    with server(0.02, 8) as fake:
+        ragexp(fake, root / "i-warm", small, tracking=True, concurrency=8)
+        for r in range(repeats):
+            for n in (small, large):
+                off = ragexp(fake, root / f"i-off-{n}-{r}", n, concurrency=8)
+                on = ragexp(fake, root / f"i-on-{n}-{r}", n, tracking=True, concurrency=8)
+                extra[n].append((on.exit_s - off.exit_s, on.cpu_s - off.cpu_s))
+    lines = []
+    for what, k in (("wall", 0), ("CPU", 1)):
+        at = {n: statistics.median(pair[k] for pair in extra[n]) for n in extra}
+        slope = (at[large] - at[small]) / (large - small)
+        fixed = at[small] - slope * small
+        pairs = ", ".join(f"{n}: " + " ".join(f"{p[k]:+.2f}" for p in extra[n]) for n in extra)
+        lines.append(
+            f"i) MLflow {what}: {1000 * slope:+.2f} ms per case (target <= 5) and {fixed:+.2f} s "
+            f"once per run (target <= {2.5 if k == 0 else 3}); on - off in s, {pairs}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -276,9 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="L, seconds per request")
     parser.add_argument("--capacity", type=int, default=4, help="P, requests served at once")
     parser.add_argument("--concurrency", type=int, help="generator/judge concurrency (default: P)")
-    parser.add_argument("--figures", default="abcdef", help="which figures to measure (a-h)")
+    parser.add_argument("--figures", default="abcdef", help="which figures to measure (a-i)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved pairs for (g)")
     parser.add_argument("--scale", default="1000,10000", help="the two case counts of (h)")
+    parser.add_argument("--slope", default="200,1000", help="the two case counts of (i)")
     parser.add_argument("--tiny", action="store_true", help="6 cases, sizes 4 and 8, L = 10 ms")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args(argv)
@@ -298,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             "e": lambda: figure_e(root, sizes, args.latency, args.capacity, concurrency),
             "g": lambda: figure_g(root, args.cases, args.repeats),
             "h": lambda: figure_h(root, *[int(x) for x in args.scale.split(",")]),
+            "i": lambda: figure_i(root, *[int(x) for x in args.slope.split(",")], args.repeats),
         }
         wanted = set(args.figures) | {"store"} | ({"a"} if set(args.figures) & set("cf") else set())
         for key, step in steps.items():

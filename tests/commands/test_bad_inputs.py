@@ -117,11 +117,11 @@ def test_a_corpus_with_no_readable_document_is_one_line(tmp_path: Path, content:
         tmp_path, {"id": "a", "question": "When does the park open?"}, docs={"only.md": content}
     )
     message = one_line_error(run_ragexp(*data, "hydra.run.dir=outputs/run", cwd=tmp_path))
-    assert message.startswith(f"{tmp_path / 'corpus'}: no document left: only.md (")
-    assert message.endswith(
-        "cannot be read as UTF-8 text; re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > "
-        "new.md)"
+    assert message.startswith(
+        f"{tmp_path / 'corpus'}: no document left: skipped 1 file that cannot be read as UTF-8 "
+        "text: only.md ("
     )
+    assert message.endswith("; re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)")
 
 
 # -- an API key where the name of its variable belongs ------------------------------------

@@ -40,7 +40,7 @@ def test_five_equal_paired_cases_never_pass_a_not_worse_than_gate() -> None:
         [line] = failures
         cases_are = "case is" if n == 1 else "cases are"
         assert line.endswith(
-            f": not shown: {n} {cases_are} too few (at least 6 paired cases are needed)"
+            f": not shown: {n} {cases_are} too few (at least 6 are needed)"
         ), line
         assert "+0.000 … +0.000" not in line  # never a point interval
 
@@ -97,7 +97,7 @@ def test_an_absolute_ci_low_gate_on_too_few_cases_is_not_shown() -> None:
     [line] = gate_failures(summary, gate)
     assert line == (
         "faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases are too few (at least "
-        "6 paired cases are needed)"
+        "6 are needed)"
     )
     enough = summarize(_cases([1.0] * 12), [METRIC])
     assert gate_failures(enough, gate) == []

@@ -346,9 +346,9 @@ def test_gate_fails_the_run_after_writing_everything(ollama: OllamaRun) -> None:
         expect=1,  # and no traceback
     )  # fmt: skip
     assert failed.stderr.strip().splitlines()[-1] == (
-        "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.510-1.000): its CI's lower bound "
-        "is below 0.85; answer_relevance mean 0.750 (95% CI 0.301-0.954): its CI's lower bound "
-        "is below 0.8"  # four cases cannot show 0.85 even when all four are YES
+        "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases "
+        "are too few (at least 6 are needed); answer_relevance mean 0.750 (95% CI 0.301-0.954): "
+        "not shown: 4 cases are too few (at least 6 are needed)"  # four cases show nothing
     )
     for name in ("cases.jsonl", "summary.json", "report.md"):
         assert (tmp_path / "outputs/fail" / name).is_file()

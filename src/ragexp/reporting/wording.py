@@ -100,8 +100,7 @@ def too_few_units(evidence: Evidence) -> str:
         )
     n = evidence.n
     return (
-        f"{n} {'case is' if n == 1 else 'cases are'} too few (at least {MIN_UNITS} paired "
-        "cases are needed)"
+        f"{n} {'case is' if n == 1 else 'cases are'} too few (at least {MIN_UNITS} are needed)"
     )
 
 
