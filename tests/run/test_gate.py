@@ -39,9 +39,7 @@ def test_five_equal_paired_cases_never_pass_a_not_worse_than_gate() -> None:
         assert passes == []
         [line] = failures
         cases_are = "case is" if n == 1 else "cases are"
-        assert line.endswith(
-            f": not shown: {n} {cases_are} too few (at least 6 are needed)"
-        ), line
+        assert line.endswith(f": not shown: {n} {cases_are} too few (at least 6 are needed)"), line
         assert "+0.000 … +0.000" not in line  # never a point interval
 
 

@@ -91,3 +91,31 @@ def test_retrieval_metrics_read_the_document_ids_and_never_score_none_as_0(
     assert (c4["score"], c4["label"], c4["raw"]) == (
         None, "no_doc_ids", "no document ids from the system",
     )  # fmt: skip
+
+
+def test_a_file_of_answers_needs_no_corpus_and_ragexps_own_pipeline_says_it_does(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    row = {
+        "case_id": "c1",
+        "answer": "35 dollars.",
+        "contexts": [{"text": "x", "doc_id": "fees.md"}],
+    }
+    (world / "answers.jsonl").write_text(json.dumps(row) + "\n")
+    cases = [a for a in dataset_args(world) if a.startswith("dataset.cases=")]
+    answered = run_ragexp(
+        "system=answers", "system.path=answers.jsonl", "dataset=custom", *cases,
+        "dataset.only=[c1]", "metrics=[hit_rate]", "tracking.enabled=false",
+        "hydra.run.dir=run", cwd=world,
+    )  # fmt: skip
+    assert answered.returncode == 0, answered.stderr
+    [line] = (world / "run" / "cases.jsonl").read_text().splitlines()
+    assert json.loads(line)["metrics"]["hit_rate"]["score"] == 1.0
+    own = run_ragexp("dataset=custom", *cases, "hydra.run.dir=own", cwd=world)
+    assert own.returncode == 2
+    assert own.stderr.strip() == (
+        "ragexp: error: dataset.corpus: no value set; system=ragexp retrieves from a folder of "
+        "documents: give dataset.corpus=DIR (another system, e.g. system=http or "
+        "system=answers, needs none)"
+    )

@@ -76,9 +76,10 @@ class PromptConfig(StrictModel):
 
 class DatasetConfig(StrictModel):
     name: str
-    corpus: Path
+    corpus: Path | None = None
     """Folder of .md, .txt, .html/.htm and .pdf documents; a document's id is its path relative
-    to this folder (a PDF's chunks also name their page: ``manual.pdf#p3-0``)."""
+    to this folder (a PDF's chunks also name their page: ``manual.pdf#p3-0``). Needed by
+    ``system=ragexp``, which retrieves from it; another system brings its own contexts."""
     cases: Path
     """JSONL golden set: `id`, `question`, optional `reference`, optional `relevant_docs`."""
     limit: int | None = Field(None, ge=1)
@@ -86,8 +87,8 @@ class DatasetConfig(StrictModel):
 
     @field_validator("corpus")
     @classmethod
-    def _corpus_is_folder(cls, value: Path) -> Path:
-        if not value.is_dir():
+    def _corpus_is_folder(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
             raise ValueError(
                 f"folder '{value}' does not exist; point it at a folder of .md, .txt, .html or "
                 ".pdf documents"
@@ -272,6 +273,16 @@ class RunConfig(StrictModel):
             self.judge.model,
             backends.get("judge"),
         )
+
+    @model_validator(mode="after")
+    def _corpus_for_own_pipeline(self) -> RunConfig:
+        if self.system.kind == "ragexp" and self.dataset.corpus is None:
+            raise ValueError(
+                "dataset.corpus: no value set; system=ragexp retrieves from a folder of "
+                "documents: give dataset.corpus=DIR (another system, e.g. system=http or "
+                "system=answers, needs none)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _compare_on_own_metric(self) -> RunConfig:

@@ -47,7 +47,7 @@ class Dataset:
 
 def load_dataset(config: DatasetConfig, cluster_by: str = "auto") -> Dataset:
     """The corpus and the golden set; each case's cluster as ``compare.cluster`` says."""
-    documents = load_corpus(config.corpus)
+    documents = {} if config.corpus is None else load_corpus(config.corpus)
     cases = load_cases(config.cases, cluster_by)
     if config.only:
         known = {c.id for c in cases}

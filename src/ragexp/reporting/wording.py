@@ -99,9 +99,7 @@ def too_few_units(evidence: Evidence) -> str:
             f"p < {ALPHA:g}: its smallest p is {smallest_p(g):.3g}; {MIN_UNITS} or more needed)"
         )
     n = evidence.n
-    return (
-        f"{n} {'case is' if n == 1 else 'cases are'} too few (at least {MIN_UNITS} are needed)"
-    )
+    return f"{n} {'case is' if n == 1 else 'cases are'} too few (at least {MIN_UNITS} are needed)"
 
 
 def few_clusters_note(clusters: int) -> str:
