@@ -76,8 +76,13 @@ class SystemRun:
             model_id=self._model_id(answer),
         )
         if key is not None and self.cache is not None:
-            model = answer.model or self.config.model or self.config.kind
-            self.cache.put(key, backend=self.backend, model=model, role=ROLE, completion=completion)
+            self.cache.put(
+                key,
+                backend=self.backend,
+                model=self._model_id(answer),
+                role=ROLE,
+                completion=completion,
+            )
         return answer, self._record(case, answer, start_ns, completion)
 
     @contextlib.asynccontextmanager
@@ -109,7 +114,7 @@ class SystemRun:
         return LLMCall(
             role=ROLE,
             backend=self.backend,
-            model=answer.model or self.config.model or self.config.kind,
+            model=self._model_id(answer),
             model_id=completion.model_id,
             prompt=case.question,
             text=answer.answer,
