@@ -93,6 +93,16 @@ def mlflow_runs(cwd: Path, experiment: str = "ragexp") -> list:  # type: ignore[
     return list(mlflow.search_runs(experiment_names=[experiment], output_format="list"))
 
 
+def mlflow_traces(cwd: Path, run_id: str, experiment: str = "ragexp") -> list:  # type: ignore[type-arg]
+    """The traces of MLflow run ``run_id`` in ``cwd``'s store."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{cwd / 'mlflow.db'}")
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None, f"no MLflow experiment {experiment!r}"
+    return list(client.search_traces(locations=[found.experiment_id], run_id=run_id))
+
+
 def interrupt_after_cases(
     n_cases: int,
     *args: str,

@@ -128,6 +128,9 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.exit_code = 128 + signum
+        self.at_once = False
+        """The process must leave at once (`os._exit`, after its outputs are written): its
+        MLflow logging process, still ending the run, must not be waited for."""
 
 
 def fail(exc: RagexpError) -> NoReturn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,13 +17,17 @@ import threading
 import time
 from pathlib import Path
 
-from tests.cli_run import OllamaRun, mlflow_runs
+from tests.cli_run import OllamaRun, mlflow_runs, mlflow_traces
 
 SLOW_S = 30.0
 """Each LLM call once the run has finished a few cases: the cases in flight at the first Ctrl-C
 would need at least this long to finish."""
 STOPPED_WITHIN_S = 10.0
 FIRST_SIGNAL_SEEN = "ragexp: stopping after the cases in flight (Ctrl-C again to stop now)"
+ENDING_ALONE = re.compile(
+    r"ragexp: MLflow's logging process \(pid (?P<pid>\d+)\) ends the run (?P<status>\w+) by "
+    r"itself, within seconds"
+)
 
 
 class Run:
@@ -111,5 +116,24 @@ def test_a_second_ctrl_c_stops_at_once_and_keeps_the_finished_cases(ollama: Olla
     kept = finished_cases(cases)
     assert 2 <= len(kept) == kept_at_second < 24  # nothing finished after the second Ctrl-C
     assert all(c["answer"] and c["error"] is None for c in kept)
+    left = [m for line in run.lines if (m := ENDING_ALONE.fullmatch(line))]
+    if left:  # MLflow was slower than the wait: its process, left running, ends the run
+        assert left[0]["status"] == "KILLED"
+        wait_gone(int(left[0]["pid"]), timeout=90)
     [mlflow_run] = mlflow_runs(tmp_path)  # ended KILLED, not left RUNNING
     assert mlflow_run.info.status == "KILLED"
+    assert len(mlflow_traces(tmp_path, mlflow_run.info.run_id)) == len(kept)
+
+
+def wait_gone(pid: int, timeout: float) -> None:
+    """Until process ``pid`` has ended (gone, or a zombie nobody reaps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"MLflow's logging process {pid} still runs after {timeout} s")

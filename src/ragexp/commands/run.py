@@ -7,6 +7,7 @@ job starts. In a multirun, the Hydra callback (`ragexp.sweep.callback`) ties the
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -62,7 +63,12 @@ def _job(cfg: DictConfig) -> float | None:
             f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl",
             file=sys.stderr,
         )
-        sys.exit(getattr(exc, "exit_code", 130))
+        code = getattr(exc, "exit_code", 130)
+        if getattr(exc, "at_once", False):  # Python's exit would wait for MLflow's process
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        sys.exit(code)
     primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
     return primary.mean if primary else None
 

@@ -44,6 +44,10 @@ from ragexp.tracking.run import RunRecord, outcome_tags, run_tags
 from ragexp.tracking.tracker import Tracker
 from ragexp.tracking.writer import RunStatus
 
+AT_ONCE_WAIT_S = 3.0
+"""After a second Ctrl-C, how long the run waits for MLflow to end its run (on a fresh store
+under load MLflow's start alone takes 10-15 s); then the logging process ends it alone."""
+
 
 def run_job(
     cfg: DictConfig,
@@ -191,8 +195,10 @@ def execute(run: Run) -> tuple[RunOutcome, list[int]]:
                 )
             )  # fmt: skip
     except BaseException as exc:
-        killed = isinstance(exc, KeyboardInterrupt)
-        _end_early(run, "KILLED" if killed else "FAILED")
+        killed = isinstance(exc, KeyboardInterrupt)  # a second signal: stop now
+        _end_early(run, "KILLED" if killed else "FAILED", AT_ONCE_WAIT_S if killed else 60)
+        if isinstance(exc, Interrupted) and run.tracker is not None:
+            exc.at_once = run.tracker.ending_alone
         if isinstance(exc, RagexpError) and exc.stops_run:
             exc.args = (f"{exc} {_kept(run.case_log)}",)
         raise
@@ -321,12 +327,19 @@ def _log(
     )
 
 
-def _end_early(run: Run, status: RunStatus) -> None:
-    """End the MLflow run of a run that stopped early, with the traces of its finished cases."""
+def _end_early(run: Run, status: RunStatus, wait_s: float) -> None:
+    """End the MLflow run of a run that stopped early, with the traces of its finished cases;
+    after ``wait_s`` the tracking process ends it by itself (and it is said)."""
     if run.tracker is None:
         return
     with contextlib.suppress(ConfigError):  # the run already stops with its own error
-        run.tracker.finish(None, [case.case_id for case in run.finished], status, timeout_s=60)
+        run.tracker.finish(None, [case.case_id for case in run.finished], status, timeout_s=wait_s)
+    if run.tracker.ending_alone:
+        print(
+            f"ragexp: MLflow's logging process (pid {run.tracker.tracking_pid}) ends the run "
+            f"{status} by itself, within seconds",
+            file=sys.stderr,
+        )
 
 
 def _under_test(config: RunConfig) -> str:

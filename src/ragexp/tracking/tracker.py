@@ -63,6 +63,9 @@ class Tracker:
         """How many stores its tracking process had opened when it took this run (1 for the
         first run of a warm process, and the same 1 for every run after it)."""
         self._warning: str | None = None
+        self.ending_alone = False
+        """`finish` returned before its process said the run ended: the process ends it by
+        itself (it outlives this one when this one leaves with `os._exit`)."""
         check_store(self._target.uri)
         self._worker = warm.take(self._target)
 
@@ -112,7 +115,7 @@ class Tracker:
             self._inbox.put(Finish.stopped(status))
         else:
             self._inbox.put(finish_message(record, order, status, tags or {}))
-        self._finished.wait(timeout_s)
+        self.ending_alone = not self._finished.wait(timeout_s)
         self._release()
         if self.error is not None:
             raise self.error
