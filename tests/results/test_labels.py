@@ -51,6 +51,7 @@ def test_a_labels_file_is_one_json_object_a_line_with_every_field(tmp_path: Path
         "labeler": "ana",
         "note": "the shuttle is free",
         "sample": "ragexp draw seed=0 n=30",
+        "claims": [True, False],
     }
     bare = {"case_id": "demo-04", "answer_sha256": "ab" * 32, "metric": "faithfulness"}
     path = write_lines(tmp_path / "labels.jsonl", full, "", {**bare, "label": "YES"})

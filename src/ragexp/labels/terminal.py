@@ -1,6 +1,7 @@
 """``ragexp label RUN_OR_SWEEP``: label the drawn answers in the terminal, one keystroke per
 label (``y``/``p``/``n`` for faithfulness, ``1``–``5`` for answer relevance; ``s`` skip, ``u``
-undo, ``q`` save and quit). Every label is written the moment it is given; a new session resumes
+undo, ``q`` save and quit); for a metric that checked claims, one ``y``/``n`` per claim
+(`ragexp.labels.claims`). Every label is written the moment it is given; a new session resumes
 where the last one stopped (what the labels file already holds is not asked again)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ragexp.errors import ConfigError
+from ragexp.labels.claims import ask_claims, claims_label, claims_to_mark
 from ragexp.labels.draw import Drawn, Target
 from ragexp.results.labels import (
     HumanLabel,
@@ -120,21 +122,21 @@ def label_in_terminal(
             task = todo[position]
             labelled = len(tasks) - len(todo) + len(session)
             _show(stdout, task, labelled, tasks, target, have + session, primary, vocabularies)
-            keys = keys_for(vocabularies[task.metric])
-            key = _ask(stdout, read_key, task.metric, keys)
-            if key == "q":
+            given = _label_of(stdout, read_key, task, vocabularies[task.metric])
+            if given == "q":
                 break
-            if key == "s":
+            if given == "s":
                 position += 1
-            elif key == "u":
+            elif given == "u":
                 if session:
                     session.pop()
                     write_labels(out, have + session)
                     position = asked_at.pop()
-            else:
+            elif not isinstance(given, str):
                 label = HumanLabel(
                     case_id=task.item.case.case_id, answer_sha256=task.item.answer_sha256,
-                    metric=task.metric, label=keys[key], labeler=labeler, sample=sample,
+                    metric=task.metric, label=given[0], labeler=labeler, sample=sample,
+                    claims=given[1],
                 )  # fmt: skip
                 append_labels(out, [label])
                 session.append(label)
@@ -143,6 +145,26 @@ def label_in_terminal(
     total = len(have) + len(session)
     print(f"\nragexp: {total} labels in {out} ({len(session)} this session)", file=stdout)
     return total
+
+
+def _label_of(
+    stdout: TextIO, read_key: Callable[[], str], task: Task, vocabulary: Mapping[str, float]
+) -> tuple[str, list[bool] | None] | str:
+    """The person's label of the task (with their mark of each claim, when the metric checked
+    claims), or the reserved key they pressed instead (``s``, ``u``, ``q``)."""
+    rows = claims_to_mark(task.item.case, task.metric)
+    if not rows or not set(vocabulary) >= {"YES", "PARTIAL", "NO"}:
+        keys = keys_for(vocabulary)
+        key = _ask(stdout, read_key, task.metric, keys)
+        return key if key in RESERVED else (keys[key], None)
+    width = min(shutil.get_terminal_size((100, 24)).columns, 110)
+    print(f"\n{task.metric}: mark each claim the judge found in the answer", file=stdout)
+    marks = ask_claims(stdout, read_key, rows, lambda line: _wrap(line, width, indent="    "))
+    if isinstance(marks, str):
+        return marks
+    label = claims_label(marks)
+    print(f"{task.metric}: {label} ({sum(marks)} of {len(marks)} claims supported)", file=stdout)
+    return label, marks
 
 
 def _ask(stdout: TextIO, read_key: Callable[[], str], metric: str, keys: Mapping[str, str]) -> str:

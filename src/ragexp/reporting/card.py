@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragexp.reporting.markdown import code
 from ragexp.reporting.wording import num, pct
-from ragexp.results.summary import JudgeCard, SettingLeniency
+from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency
 from ragexp.stats.agreement import judge_of
 from ragexp.stats.judge_card import CardNumbers
 from ragexp.stats.ranking import SweepSummary
@@ -110,6 +110,8 @@ def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
             f"| two people on one answer | {card.human_pairs} pairs: agreement "
             f"{pct(card.human_agreement)}, κ {num(card.human_kappa, digits=2)} |"
         )
+    if card.claims is not None:
+        lines.append(f"| claim by claim | {claims_row(card.claims)} |")
     if card.labels and card.confusion:
         lines += ["", "Labels (rows: the judge, columns: people):", ""]
         lines.append("| judge \\ people | " + " | ".join(card.labels) + " |")
@@ -151,6 +153,18 @@ def _notes(card: JudgeCard) -> list[str]:
                 "interval of this mean to ±0.05."
             )
     return ["", *(f"- {note}" for note in notes)] if notes else []
+
+
+def claims_row(claims: ClaimAgreement) -> str:
+    """``14 of 16 claims agree (88%); 2 the judge called supported were not, 0 the reverse (5
+    answers marked)``."""
+    if not claims.compared:
+        return f"no claim the judge verified was marked ({claims.n_answers} answers marked)"
+    return (
+        f"{claims.agreed} of {claims.compared} claims agree "
+        f"({pct(claims.agreed / claims.compared)}); {claims.lenient} the judge called supported "
+        f"were not, {claims.strict} the reverse ({claims.n_answers} answers marked)"
+    )
 
 
 def card_terminal(card: JudgeCard) -> str:

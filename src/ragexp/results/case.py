@@ -70,6 +70,8 @@ class AppliedLabel(_Model):
     labeler: str | None = None
     random: bool = True
     """Drawn at random by ragexp's sampler (the correction assumes a random sample)."""
+    claims: list[bool] | None = None
+    """The person's mark of each claim the metric checked (supported or not), in its order."""
 
 
 class MetricResult(_Model):

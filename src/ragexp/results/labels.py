@@ -43,6 +43,9 @@ class HumanLabel(BaseModel):
     note: str | None = None
     sample: str | None = None
     """Set when ragexp's sampler drew the answer at random (its seed), else None."""
+    claims: list[bool] | None = None
+    """A person's mark of each claim the metric checked, in its order (supported or not); the
+    label is then derived from the marks (`ragexp.labels.claims.claims_label`)."""
 
     def key(self) -> tuple[str, str, str]:
         return (self.case_id, self.answer_sha256, self.metric)
@@ -184,6 +187,7 @@ class LabelIndex:
                     score=self.vocabularies[name][label.label],
                     labeler=label.labeler,
                     random=label.sample is not None,
+                    claims=label.claims,
                 )
                 for label in found.values()
             ]

@@ -77,6 +77,23 @@ class SettingLeniency(BaseModel):
     ci_high: float | None
 
 
+class ClaimAgreement(BaseModel):
+    """The judge against people claim by claim, where people marked each claim a metric checked
+    (`ragexp.labels.claims`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_answers: int
+    """Answers whose claims people marked."""
+    compared: int
+    """Claims the judge gave a verdict on and people marked."""
+    agreed: int
+    lenient: int
+    """Claims the judge called supported that people did not."""
+    strict: int
+    """Claims the judge called unsupported that people found supported."""
+
+
 class JudgeCard(BaseModel):
     """How right the judge is, against people's labels of the same answers."""
 
@@ -114,6 +131,8 @@ class JudgeCard(BaseModel):
     human_kappa: float | None = None
     not_random: int = 0
     """Labels not drawn at random by ragexp's sampler."""
+    claims: ClaimAgreement | None = None
+    """Claim by claim, where people marked claims (else None)."""
     labels_needed: int | None = None
     """Labels (per job, in a sweep) for a corrected interval of ±0.05 on this metric, from the
     variances measured so far."""

@@ -16,6 +16,7 @@ from ragexp.results.case import CaseResult
 from ragexp.results.labels import LabelIndex, Vocabularies, read_labels
 from ragexp.results.summary import CalibratedMean, LabelsInfo, Summary
 from ragexp.stats.calibration import case_scores, labels_needed
+from ragexp.stats.claims import claim_agreement
 from ragexp.stats.judge_card import judge_card, labelled_answers
 from ragexp.tracking.assessments import pull_labels
 
@@ -83,3 +84,4 @@ def conclude_labels(
                 labels_needed=labels_needed(scores.human, scores.judge),
                 n_answers=len(scores.judge),
             )
+            m.judge_card.claims = claim_agreement(cases, name)
