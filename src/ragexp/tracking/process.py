@@ -18,6 +18,7 @@ from typing import Any
 from ragexp.errors import ConfigError, first_line
 from ragexp.tracking.parent import ParentClose, ParentOpen, close_parent_run, open_parent_run
 from ragexp.tracking.records import CaseRecord
+from ragexp.tracking.wal import close_connections
 from ragexp.tracking.writer import BATCH, Begin, Finish, Open, Preload, RunWriter, Stores, Target
 
 BATCH_WINDOW_S = 0.5
@@ -120,7 +121,9 @@ def _tell(outbox: Connection, *message: Any) -> None:
 
 
 def _exit() -> None:
-    """Leave at once: everything is committed, and MLflow's exit hooks take seconds."""
+    """Leave at once: everything is committed, and MLflow's exit hooks take seconds. A sqlite
+    store's connections are closed first (its write-ahead log folded back: `ragexp.tracking.wal`)."""
+    close_connections()
     sys.stderr.flush()
     os._exit(0)
 
