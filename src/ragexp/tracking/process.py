@@ -122,7 +122,7 @@ def _tell(outbox: Connection, *message: Any) -> None:
 
 def _exit() -> None:
     """Leave at once: everything is committed, and MLflow's exit hooks take seconds. A sqlite
-    store's connections are closed first (its write-ahead log folded back: `ragexp.tracking.wal`)."""
+    store's connections are closed first (its write-ahead log folded back: `tracking.wal`)."""
     close_connections()
     sys.stderr.flush()
     os._exit(0)
