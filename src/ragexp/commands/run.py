@@ -48,7 +48,7 @@ def _job(cfg: DictConfig) -> float | None:
         if link is not None:
             swept = job_values(hc.overrides.task, link.swept)
             run_name = job_label(swept)
-            tags = {"mlflow.parentRunId": link.parent_run_id} if link.parent_run_id else {}
+            tags = _parent_tags(link, Path(hc.sweep.dir))
     try:
         summary = run_job(
             cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags
@@ -71,6 +71,18 @@ def _job(cfg: DictConfig) -> float | None:
         sys.exit(code)
     primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
     return primary.mean if primary else None
+
+
+def _parent_tags(link: Any, sweep_dir: Path) -> dict[str, str]:
+    """The job's run tags naming the sweep's parent run: its id when the link has it, else the
+    file its id is written to (the tracking process waits for it: the job never does)."""
+    from ragexp.tracking.parent import PARENT_FILE_TAG, PARENT_TAG
+
+    if link.parent_run_id:
+        return {PARENT_TAG: link.parent_run_id}
+    if link.parent_file:
+        return {PARENT_FILE_TAG: str(sweep_dir / link.parent_file)}
+    return {}
 
 
 def run_command(argv: Sequence[str], commands_help: Callable[[], str]) -> int:
