@@ -1,6 +1,6 @@
 """Print the top entries of a tracking process's profile (`sitecustomize.py` beside this file).
 
-    python benchmarks/profile/top.py PROFILE [N]
+python benchmarks/profile/top.py PROFILE [N]
 """
 
 from __future__ import annotations
