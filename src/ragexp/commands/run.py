@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -25,6 +25,9 @@ from ragexp.errors import RagexpError, RagexpWarning, fail
 from ragexp.plugins.listing import metrics_help
 from ragexp.plugins.manager import registry
 from ragexp.run.preflight import check_servers
+
+if TYPE_CHECKING:
+    from ragexp.sweep.link import SweepLink
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
@@ -73,7 +76,7 @@ def _job(cfg: DictConfig) -> float | None:
     return primary.mean if primary else None
 
 
-def _parent_tags(link: Any, sweep_dir: Path) -> dict[str, str]:
+def _parent_tags(link: SweepLink, sweep_dir: Path) -> dict[str, str]:
     """The job's run tags naming the sweep's parent run: its id when the link has it, else the
     file its id is written to (the tracking process waits for it: the job never does)."""
     from ragexp.tracking.parent import PARENT_FILE_TAG, PARENT_TAG
