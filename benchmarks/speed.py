@@ -20,7 +20,10 @@ g) MLflow's cost per case, wall and CPU (every process of the run: the job, its 
    against off, the two interleaved R times (medians);
 h) scale at L = 0 with MLflow on: cases/s at 10,000 cases against 1,000, and peak RSS;
 i) MLflow's cost as a line, per case and once per run: (g)'s pairs at two sizes (200 and 1,000
-   cases), the slope of (on - off) between them per extra case and its intercept, wall and CPU.
+   cases), the slope of (on - off) between them per extra case and its intercept, wall and CPU;
+j) a sweep under Hydra's basic launcher (6 jobs of 50 cases, L = 20 ms, concurrency 8), tracking
+   on against off: how long its first case waits for MLflow (start to the first LLM call) and
+   MLflow's cost for the whole sweep (its start paid once, not per job).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ class Run:
     peak_rss_mb: float
     cpu_s: float = 0.0
     """User + system CPU of the process and every child it waited for (its tracking process)."""
+    first_call_s: float = 0.0
+    """Start to the first chat request the server received (the first case's first call)."""
 
 
 def ragexp(
@@ -117,6 +122,7 @@ def ragexp(
     if proc.returncode != 0:
         raise SystemExit(f"benchmark run failed (exit {proc.returncode}):\n{stderr[-3000:]}")
     chats = server.chats[before:]
+    first_call = server.chat_times[before][0] - start if len(server.chat_times) > before else 0.0
     return Run(
         exit_s=exit_s,
         wall_s=sum(float(m) for m in _DONE_RE.findall(stderr)),
@@ -124,6 +130,7 @@ def ragexp(
         generations=sum(1 for body in chats if body.get("model") == GENERATOR),
         peak_rss_mb=usage.ru_maxrss / 1024,
         cpu_s=usage.ru_utime + usage.ru_stime,
+        first_call_s=first_call,
     )
 
 
@@ -295,6 +302,38 @@ def figure_i(root: Path, small: int, large: int, repeats: int) -> list[str]:
     return lines
 
 
+def figure_j(root: Path, n: int, jobs: int, repeats: int) -> list[str]:
+    """A sweep of ``jobs`` jobs (``-m retriever.top_k=1,...``) of ``n`` cases each under Hydra's
+    basic launcher, L = 20 ms, concurrency 8, tracking on against off, interleaved: how long
+    the first case waits (start to the first LLM call) and MLflow's cost for the whole sweep."""
+    import statistics
+
+    sweep = ("-m", f"retriever.top_k={','.join(str(k) for k in range(1, jobs + 1))}")
+    pairs = []
+    with server(0.02, 8) as fake:
+        ragexp(fake, root / "j-warm", n, *sweep, tracking=True, concurrency=8)
+        for r in range(repeats):
+            off = ragexp(fake, root / f"j-off-{r}", n, *sweep, concurrency=8)
+            on = ragexp(fake, root / f"j-on-{r}", n, *sweep, tracking=True, concurrency=8)
+            pairs.append((off, on))
+    wait = [on.first_call_s - off.first_call_s for off, on in pairs]
+    first_off = statistics.median(off.first_call_s for off, _ in pairs)
+    first_on = statistics.median(on.first_call_s for _, on in pairs)
+    waits = ", ".join(f"{w:+.2f}" for w in wait)
+    total = [on.exit_s - off.exit_s for off, on in pairs]
+    cpu = [on.cpu_s - off.cpu_s for off, on in pairs]
+    return [
+        f"j) {jobs}-job sweep of {n} cases each, L = 20 ms, concurrency 8, {repeats} interleaved "
+        f"pairs: start to the first LLM call off {first_off:.2f} s, on {first_on:.2f} s: the first "
+        f"case waits {statistics.median(wait):+.2f} s for MLflow (pairs {waits})",
+        f"j) MLflow's cost for the whole sweep: {statistics.median(total):+.2f} s start to exit "
+        f"(pairs {', '.join(f'{t:+.2f}' for t in total)}), {statistics.median(cpu):+.2f} s CPU "
+        f"(pairs {', '.join(f'{c:+.2f}' for c in cpu)}); off "
+        f"{statistics.median(o.exit_s for o, _ in pairs):.2f} s, on "
+        f"{statistics.median(o.exit_s for _, o in pairs):.2f} s",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -304,10 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="L, seconds per request")
     parser.add_argument("--capacity", type=int, default=4, help="P, requests served at once")
     parser.add_argument("--concurrency", type=int, help="generator/judge concurrency (default: P)")
-    parser.add_argument("--figures", default="abcdef", help="which figures to measure (a-i)")
+    parser.add_argument("--figures", default="abcdef", help="which figures to measure (a-j)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved pairs for (g)")
     parser.add_argument("--scale", default="1000,10000", help="the two case counts of (h)")
     parser.add_argument("--slope", default="200,1000", help="the two case counts of (i)")
+    parser.add_argument("--jobs", type=int, default=6, help="jobs of (j)'s sweep")
+    parser.add_argument("--sweep-cases", type=int, default=50, help="cases of each job of (j)")
     parser.add_argument("--tiny", action="store_true", help="6 cases, sizes 4 and 8, L = 10 ms")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args(argv)
@@ -328,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             "g": lambda: figure_g(root, args.cases, args.repeats),
             "h": lambda: figure_h(root, *[int(x) for x in args.scale.split(",")]),
             "i": lambda: figure_i(root, *[int(x) for x in args.slope.split(",")], args.repeats),
+            "j": lambda: figure_j(root, args.sweep_cases, args.jobs, args.repeats),
         }
         wanted = set(args.figures) | {"store"} | ({"a"} if set(args.figures) & set("cf") else set())
         for key, step in steps.items():

@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -25,6 +25,9 @@ from ragexp.errors import RagexpError, RagexpWarning, fail
 from ragexp.plugins.listing import metrics_help
 from ragexp.plugins.manager import registry
 from ragexp.run.preflight import check_servers
+
+if TYPE_CHECKING:
+    from ragexp.sweep.link import SweepLink
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
@@ -48,7 +51,7 @@ def _job(cfg: DictConfig) -> float | None:
         if link is not None:
             swept = job_values(hc.overrides.task, link.swept)
             run_name = job_label(swept)
-            tags = {"mlflow.parentRunId": link.parent_run_id} if link.parent_run_id else {}
+            tags = _parent_tags(link, Path(hc.sweep.dir))
     try:
         summary = run_job(
             cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags
@@ -71,6 +74,18 @@ def _job(cfg: DictConfig) -> float | None:
         sys.exit(code)
     primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
     return primary.mean if primary else None
+
+
+def _parent_tags(link: SweepLink, sweep_dir: Path) -> dict[str, str]:
+    """The job's run tags naming the sweep's parent run: its id when the link has it, else the
+    file its id is written to (the tracking process waits for it: the job never does)."""
+    from ragexp.tracking.parent import PARENT_FILE_TAG, PARENT_TAG
+
+    if link.parent_run_id:
+        return {PARENT_TAG: link.parent_run_id}
+    if link.parent_file:
+        return {PARENT_FILE_TAG: str(sweep_dir / link.parent_file)}
+    return {}
 
 
 def run_command(argv: Sequence[str], commands_help: Callable[[], str]) -> int:

@@ -17,7 +17,10 @@ from ragexp.errors import ConfigError, fail, first_line
 from ragexp.results.jobs import sweep_label
 from ragexp.sweep.finish import write_summary
 from ragexp.sweep.link import SweepLink, swept_keys
-from ragexp.sweep.parent import open_parent
+from ragexp.sweep.parent import OPEN_WAIT_S, PARENT_FILE, open_parent, parent_run_id
+
+KILLED_WAIT_S = 5.0
+"""How long a sweep stopped early waits for its parent run's id."""
 
 exit_code = 0
 """What the command exits with once the multirun is over: 1 if a job failed or missed its gate."""
@@ -34,22 +37,25 @@ class SweepCallback(Callback):
         params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
         swept = swept_keys(list(config.hydra.overrides.task), dict(params))
         self._settings = settings = sweep_settings(config)
-        if settings.tracking.enabled:
+        tracked = settings.tracking.enabled
+        SweepLink(
+            swept=swept,
+            parent_file=PARENT_FILE if tracked else "",
+            tracking_uri=settings.tracking.uri(),
+            experiment=settings.tracking.experiment_name(),
+        ).write(sweep_dir)
+        if tracked:  # created beside the first job, which never waits for it
+            (sweep_dir / PARENT_FILE).unlink(missing_ok=True)
             try:
-                self._parent = open_parent(
+                open_parent(
                     settings.tracking.uri(),
                     settings.tracking.experiment_name(),
                     sweep_label(swept),
                     {"swept": ", ".join(swept), "sweep_dir": str(sweep_dir)},
+                    sweep_dir / PARENT_FILE,
                 )
             except ConfigError as exc:
                 fail(exc)
-        SweepLink(
-            swept=swept,
-            parent_run_id=self._parent,
-            tracking_uri=settings.tracking.uri(),
-            experiment=settings.tracking.experiment_name(),
-        ).write(sweep_dir)
         self._sweep_dir = sweep_dir
         atexit.register(self._abandoned, config)
 
@@ -68,6 +74,7 @@ class SweepCallback(Callback):
         if sweep_dir is None:
             return
         try:
+            self._parent = self._parent_run(sweep_dir, status)
             code = write_summary(sweep_dir, self._settings, self._parent, status)
         except Exception as exc:  # the jobs' own results are on disk whatever happens here
             print(
@@ -77,6 +84,22 @@ class SweepCallback(Callback):
             )
             code = 1
         exit_code = max(exit_code, code)
+
+    def _parent_run(self, sweep_dir: Path, status: str) -> str:
+        """The parent run's id, once its tracking process created it ('' when tracking is off
+        or it could not be: said in one line)."""
+        if not self._settings.tracking.enabled:
+            return ""
+        try:  # a sweep stopped early does not wait long for a process that may be gone
+            wait_s = OPEN_WAIT_S if status == "FINISHED" else KILLED_WAIT_S
+            run_id = parent_run_id(sweep_dir / PARENT_FILE, wait_s)
+        except ConfigError as exc:
+            print(f"ragexp: warning: no sweep summary in MLflow: {exc}", file=sys.stderr)
+            return ""
+        link = SweepLink.read(sweep_dir)
+        if link is not None:  # the sweep's link names its parent run from now on
+            link.model_copy(update={"parent_run_id": run_id}).write(sweep_dir)
+        return run_id
 
 
 def sweep_settings(config: DictConfig) -> SweepSettings:

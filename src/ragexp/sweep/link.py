@@ -18,7 +18,11 @@ class SweepLink(BaseModel):
     swept: list[str]
     """The swept config keys, in the order the command gave them."""
     parent_run_id: str = ""
-    """The parent MLflow run ('' when tracking is off)."""
+    """The parent MLflow run, when known as the multirun starts (a joblib sweep's jobs and the
+    first jobs of any sweep find ``parent_file`` instead)."""
+    parent_file: str = ""
+    """The file in the sweep dir where the parent run's id is written once it is created ('' when
+    tracking is off): `ragexp.tracking.parent`."""
     tracking_uri: str = ""
     experiment: str = ""
 

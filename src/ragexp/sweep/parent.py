@@ -12,7 +12,7 @@ from typing import Any
 from ragexp.errors import ConfigError
 from ragexp.stats.ranking import SweepSummary
 from ragexp.tracking import warm
-from ragexp.tracking.parent import ParentClose, ParentOpen
+from ragexp.tracking.parent import ParentClose, ParentOpen, read_parent_file
 from ragexp.tracking.store import check_store
 from ragexp.tracking.writer import Target
 
@@ -20,22 +20,32 @@ TABLE_FILE = "cases_by_job.json"
 NOTE_TAG = "mlflow.note.content"
 """The tag MLflow's UI shows as a run's description."""
 OPEN_WAIT_S = 300.0
-"""The longest the sweep waits for its tracking process to create the parent run (MLflow's
-import, a new store's migrations)."""
+"""The longest the sweep's end waits for its tracking process to have created the parent run
+(MLflow's import, a new store's migrations)."""
+PARENT_FILE = "ragexp-sweep-parent.json"
+"""The parent run's id in the sweep dir, written by the tracking process that creates it."""
 CLOSE_WAIT_S = 300.0
 
 
-def open_parent(uri: str, experiment: str, name: str, params: Mapping[str, str]) -> str:
-    """Create the parent run (it also creates a new store's tables before any job races to)
-    through the sweep's warm tracking process, which the jobs then reuse; returns its id.
-    Raises `ConfigError` when the store cannot be used."""
+def open_parent(
+    uri: str, experiment: str, name: str, params: Mapping[str, str], parent_file: Path
+) -> None:
+    """Have the sweep's warm tracking process, which the jobs then reuse, create the parent run
+    (and a new store's tables before any job races to) and write its id into ``parent_file``;
+    returns at once (the first job never waits for MLflow). Raises `ConfigError` when the store
+    cannot be used, as far as that is known without MLflow."""
     check_store(uri)  # before MLflow loads
-    answer = warm.call(
-        uri, experiment, ParentOpen(Target(uri, experiment, name), dict(params)), OPEN_WAIT_S
-    )
-    if answer[0] == "error":
-        raise ConfigError(str(answer[1]))
-    return str(answer[1])
+    warm.send(uri, experiment, ParentOpen(Target(uri, experiment, name), dict(params),
+                                          str(parent_file)))  # fmt: skip
+
+
+def parent_run_id(parent_file: Path, wait_s: float = OPEN_WAIT_S) -> str:
+    """The parent run's id from ``parent_file`` (waited for up to ``wait_s``); raises
+    `ConfigError` when it could not be created."""
+    run_id, error = read_parent_file(str(parent_file), wait_s)
+    if not run_id:
+        raise ConfigError(error or "tracking: the sweep's MLflow run could not be created")
+    return run_id
 
 
 def close_parent(

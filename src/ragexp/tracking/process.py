@@ -11,13 +11,22 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from queue import Empty
 from typing import Any
 
 from ragexp.errors import ConfigError, first_line
-from ragexp.tracking.parent import ParentClose, ParentOpen, close_parent_run, open_parent_run
+from ragexp.tracking.parent import (
+    ParentClose,
+    ParentOpen,
+    close_parent_run,
+    open_parent_run,
+    resolve_parent,
+    write_parent_file,
+)
 from ragexp.tracking.records import CaseRecord
+from ragexp.tracking.wal import close_connections
 from ragexp.tracking.writer import BATCH, Begin, Finish, Open, Preload, RunWriter, Stores, Target
 
 BATCH_WINDOW_S = 0.5
@@ -60,7 +69,8 @@ def _serve_run(inbox: Any, outbox: Connection, stores: Stores, target: Target) -
         writer = RunWriter(target, stores.get(target.uri, target.experiment))
         _tell(outbox, "connected", stores.opens)
         first = _wait(inbox)
-        if isinstance(first, Begin):
+        if isinstance(first, Begin):  # its sweep's parent run named (waited for here)
+            first = replace(first, tags=resolve_parent(first.tags, stores.parents))
             writer.create_run(first)
     except Exception as exc:  # any failure to use the store is the user's setup to fix
         _tell(outbox, "error", str(_config_error(exc, target.uri)))
@@ -85,15 +95,18 @@ def _serve_run(inbox: Any, outbox: Connection, stores: Stores, target: Target) -
 
 
 def _serve_parent(outbox: Connection, stores: Stores, message: ParentOpen | ParentClose) -> bool:
-    """The sweep's parent run: created or ended; False when the process must end."""
+    """The sweep's parent run: created (its id written into its file: nobody waits for it;
+    a store that cannot be used is said there, and again by the first job's run) or ended;
+    False when the process must end."""
     if isinstance(message, ParentOpen):
         target = message.target
         try:
             run_id = open_parent_run(stores.get(target.uri, target.experiment), message)
         except Exception as exc:
-            _tell(outbox, "error", str(_config_error(exc, target.uri)))
-            return False
-        _tell(outbox, "parent", run_id)
+            write_parent_file(message.parent_file, error=str(_config_error(exc, target.uri)))
+            return True
+        stores.parents[message.parent_file] = run_id
+        write_parent_file(message.parent_file, run_id=run_id)
         return True
     try:
         close_parent_run(stores.get(message.uri, message.experiment), message)
@@ -120,7 +133,9 @@ def _tell(outbox: Connection, *message: Any) -> None:
 
 
 def _exit() -> None:
-    """Leave at once: everything is committed, and MLflow's exit hooks take seconds."""
+    """Leave at once: everything is committed, and MLflow's exit hooks take seconds. A sqlite
+    store's connections are closed first (its write-ahead log folded back: `tracking.wal`)."""
+    close_connections()
     sys.stderr.flush()
     os._exit(0)
 

@@ -19,7 +19,8 @@ by a sweep's launching process, which never import MLflow. `open_store` does, in
    ``mlruns`` beside a sqlite store would fail the run's artifacts only at its very end).
 
 Nothing here speaks SQL: the database is MLflow's to create, migrate and write; a file that is
-there is checked for SQLite's header only.
+there is checked for SQLite's header only. MLflow's own connections to a sqlite store are in WAL
+mode (`ragexp.tracking.wal`, through SQLAlchemy's connect event).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragexp.errors import ConfigError, first_line
+from ragexp.tracking.wal import use_wal
 
 LOCK_SUFFIX = ".lock"
 LOCK_WAIT_S = 120.0
@@ -61,6 +63,8 @@ def open_store(uri: str, experiment: str) -> tuple[Any, str]:
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # a new store's migrations
+    if sqlite_path(uri) is not None:
+        use_wal()
     try:
         with store_lock(uri), quick_http():
             client = mlflow.MlflowClient(tracking_uri=uri)

@@ -2,12 +2,12 @@
 the first, so MLflow's import and the store's opening (about 2 s of CPU) are paid once.
 
 A sweep under Hydra's basic launcher runs its jobs one after another in the launching process:
-the sweep callback starts the process when the multirun starts (`warm_up`, so MLflow loads while
-Hydra composes the first job), creates the parent run through it, and every job's `Tracker`
-takes it (`take`) and gives it back when its run has ended (`give_back`). Launchers whose jobs
-run in processes of their own (joblib's workers) start one per worker, reused by the jobs that
-worker runs. A process that did not end its run cleanly (an error, a job stopped outright) is
-never reused: the next run starts a fresh one.
+the sweep callback starts the process when the multirun starts, has it create the parent run
+(`send`: nobody waits, MLflow loads while Hydra composes the first job), and every job's
+`Tracker` takes it (`take`) and gives it back when its run has ended (`give_back`). Launchers
+whose jobs run in processes of their own (joblib's workers) start one per worker, reused by the
+jobs that worker runs. A process that did not end its run cleanly (an error, a job stopped
+outright) is never reused: the next run starts a fresh one.
 """
 
 from __future__ import annotations
@@ -81,6 +81,15 @@ def take(target: Target) -> TrackingProcess:
     process = _pick(target.uri, target.experiment)
     process.open(target)
     return process
+
+
+def send(uri: str, experiment: str, message: Any) -> None:
+    """Send ``message`` (the sweep's parent run to create: `ragexp.tracking.parent`) to a warm
+    process without waiting: it stays ready for the next run, which it serves after it."""
+    process = _pick(uri, experiment)
+    process.store = (uri, experiment)
+    process.inbox.put(message)
+    give_back(process)
 
 
 def call(uri: str, experiment: str, message: Any, timeout_s: float) -> tuple[Any, ...]:

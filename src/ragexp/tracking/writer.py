@@ -113,6 +113,9 @@ class Stores:
         self.opened: dict[tuple[str, str], Store] = {}
         self.opens = 0
         """How many stores were opened (a test counts them)."""
+        self.parents: dict[str, str] = {}
+        """The sweep parent runs this process created, by parent file
+        (`ragexp.tracking.parent`)."""
 
     def get(self, uri: str, experiment: str) -> Store:
         """The store at ``uri`` with ``experiment``; raises `ConfigError` if it cannot be
