@@ -73,6 +73,12 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments, with the judge's settings anywhere among the options
+    (``A B --pairwise judge.model=x``)."""
+    return parser().parse_intermixed_args(argv)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         tracking = TrackingConfig(tracking_uri=args.tracking_uri, experiment=args.experiment)
