@@ -48,6 +48,31 @@ def _rate(bias: PositionBias) -> str:
     return f"{pct(bias.first_rate)}{interval}"
 
 
+def position_card(bias: PositionBias, judge: str, *, level: str = "###") -> list[str]:
+    """The judge's position bias as a markdown section in the judge card's style."""
+    return [
+        f"{level} Judge {code(judge)} on pairs: {bias_line(bias)}",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| pairs with both orders parsed | {bias.pairs} |",
+        f"| position consistency (both orders agree) | {pct(bias.consistency)} "
+        f"({bias.consistent} of {bias.pairs}) |",
+        f"| first-position rate | {_rate(bias)} of {bias.decisive} decisive replies |",
+        f"| tie rate | {pct(bias.tie_rate)} |",
+        "",
+    ]
+
+
+def position_lines(bias: PositionBias) -> str:
+    """The judge's position bias as the terminal shows it."""
+    return (
+        f"Judge's position bias: {bias_line(bias)}. Position consistency "
+        f"{pct(bias.consistency)} ({bias.consistent} of {bias.pairs} pairs agree across the "
+        f"two orders), {bias.decisive} decisive replies, tie rate {pct(bias.tie_rate)}."
+    )
+
+
 def render(
     result: PairwiseResult,
     *,
@@ -64,7 +89,6 @@ def render(
         if result.ci_low is not None and result.ci_high is not None
         else "n/a"
     )
-    bias = result.bias
     lines = [
         "",
         f"{'## ' if markdown else ''}Pairwise: which answer is better? (judge "
@@ -82,9 +106,7 @@ def render(
         "orders disagree, is not a tie and is left out); its interval and p are those of the "
         "other comparisons (wins +1, ties 0, losses −1, clustered by document).",
         "",
-        f"Judge's position bias: {bias_line(bias)}. Position consistency "
-        f"{pct(bias.consistency)} (pairs whose two orders agree), first-position rate "
-        f"{_rate(bias)} of {bias.decisive} decisive replies, tie rate {pct(bias.tie_rate)}.",
+        *(position_card(result.bias, judge) if markdown else [position_lines(result.bias)]),
     ]
     notes = cluster_notes([c.evidence]) if c.n_paired else []
     lines += ["", *notes] if notes else []

@@ -95,6 +95,10 @@ class PositionBias:
     """Replies that chose a position (the first-position rate's count)."""
     n_clusters: int = 0
     """Clusters among the decisive replies' cases."""
+    pairs: int = 0
+    """Pairs with both replies parsed (position consistency's count)."""
+    consistent: int = 0
+    """Of them, the pairs whose two orders agree."""
 
     @property
     def leaning(self) -> Literal["first", "second"] | None:
@@ -217,4 +221,6 @@ def position_bias(pairs: Sequence[PairReplies]) -> PositionBias:
         tie_rate=sum(1 for r, _ in replies if r == "TIE") / len(replies) if replies else None,
         decisive=len(decisive),
         n_clusters=n_clusters(clusters),
+        pairs=len(both),
+        consistent=agree,
     )
