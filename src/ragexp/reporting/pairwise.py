@@ -10,7 +10,7 @@ from ragexp.reporting.markdown import code
 from ragexp.reporting.wording import cluster_notes, num, pct
 from ragexp.stats import CONFIDENCE
 from ragexp.stats.paired import Decision
-from ragexp.stats.pairwise import PairwiseResult, PositionBias
+from ragexp.stats.pairwise import PairwiseResult, PositionBias, SweepPairwise
 
 VERDICTS: dict[Decision, str] = {
     "no pairs": "no decided pairs: no verdict",
@@ -146,4 +146,89 @@ def to_json(
         "calls_made": calls_made,
         "calls_cached": calls_cached,
         "outcomes": {case_id: o for case_id, o in result.outcomes},
+    }
+
+
+def sweep_markdown(result: SweepPairwise, *, judge: str, calls_made: int, calls_cached: int) -> str:
+    """A sweep's pairwise section (summary.md): each job against the reference at Holm's p,
+    the Bradley–Terry ranking, and the judge's position bias over every pair."""
+    level = int(CONFIDENCE * 100)
+    lines = [
+        "",
+        f"## Pairwise: which answer is better? (judge {code(judge)}, both orders per case; "
+        f"{calls_made} calls made, {calls_cached} from cache)",
+        "",
+        f"| job | against | wins | losses | ties | inconsistent | parse failures | win rate | "
+        f"{level}% CI | p (Holm) | verdict | position consistency | first-position rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in result.rows:
+        r = row.result
+        lines.append(
+            f"| {code(row.job, cell=True)} | {code(row.reference, cell=True)} | {r.wins} | "
+            f"{r.losses} | {r.ties} | {r.inconsistent} | {r.parse_failures} | "
+            f"{num(r.win_rate)} | {_interval(r)} | {num(row.p_holm)} | "
+            f"{verdict(r, row.p_holm)} | {pct(r.bias.consistency)} | {_rate(r.bias)} |"
+        )
+    lines += [
+        "",
+        f"Ranking by a Bradley–Terry fit with ties (evalica) over every decided pair; strength "
+        f"shown as the chance of beating {code(result.reference)}, {level}% interval by a "
+        "bootstrap over documents:",
+        "",
+        f"| rank | job | chance of beating {code(result.reference, cell=True)} | {level}% CI | "
+        "decided pairs |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {s.rank} | {code(s.job, cell=True)} | {s.against_reference:.3f} | "
+        f"{_bounds(s.ci_low, s.ci_high)} | {s.games} |"
+        for s in result.ranking
+    ]
+    lines += [
+        "",
+        *(f"- {code(row.job)}: judge {bias_line(row.result.bias)}" for row in result.rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _interval(result: PairwiseResult) -> str:
+    return _bounds(result.ci_low, result.ci_high)
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    return "n/a" if low is None or high is None else f"{low:.3f} – {high:.3f}"
+
+
+def sweep_json(
+    result: SweepPairwise, *, judge: str, calls_made: int, calls_cached: int
+) -> dict[str, Any]:
+    """The ``pairwise`` object of a sweep's summary.json."""
+    return {
+        "judge": judge,
+        "reference": result.reference,
+        "calls_made": calls_made,
+        "calls_cached": calls_cached,
+        "jobs": [
+            {
+                "job": row.job,
+                "against": row.reference,
+                **to_json(
+                    row.result, judge=judge, calls_made=0, calls_cached=0, p_value=row.p_holm
+                ),
+                "p_holm": row.p_holm,
+            }
+            for row in result.rows
+        ],
+        "ranking": [
+            {
+                "rank": s.rank,
+                "job": s.job,
+                "chance_of_beating_reference": s.against_reference,
+                "ci_low": s.ci_low,
+                "ci_high": s.ci_high,
+                "decided_pairs": s.games,
+            }
+            for s in result.ranking
+        ],
     }

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragexp.config.schema import RunConfig
+from ragexp.config.llm import JudgeConfig
+from ragexp.config.schema import CacheConfig, RunConfig
 from ragexp.errors import ConfigError
 from ragexp.llm.cache import CallCache
 from ragexp.llm.calls import recorded_call
@@ -134,15 +135,20 @@ async def _judge_one(endpoint: Endpoint, case_a: CaseResult, case_b: CaseResult)
 
 
 async def judge_pairs(
-    config: RunConfig, registry: Registry, a: Sequence[CaseResult], b: Sequence[CaseResult]
+    judge: JudgeConfig,
+    cache_config: CacheConfig,
+    registry: Registry,
+    a: Sequence[CaseResult],
+    b: Sequence[CaseResult],
 ) -> PairwiseJudging:
-    """Ask ``config.judge`` about every case both runs answered, in both orders (through
-    ``config.cache``); raises the first `RagexpError` a call meets (a server that cannot be
-    reached, a model it does not have)."""
-    cache = None if config.cache.mode == "off" else CallCache(config.cache.dir, config.cache.mode)
+    """Ask ``judge`` about every case both runs answered, in both orders (through the call
+    cache); raises the first `RagexpError` a call meets (a server that cannot be reached, a
+    model it does not have)."""
+    mode = cache_config.mode
+    cache = None if mode == "off" else CallCache(cache_config.dir, mode)
     pool = EndpointPool(registry.backends, cache)
     try:
-        endpoint = pool.get("judge", config.judge.replicate(0))
+        endpoint = pool.get("judge", judge.replicate(0))
         await pool.preflight()
         pairs = await asyncio.gather(
             *(_judge_one(endpoint, case_a, case_b) for case_a, case_b in paired_cases(a, b))
@@ -151,7 +157,7 @@ async def judge_pairs(
             pairs=list(pairs),
             calls_made=endpoint.calls,
             calls_cached=endpoint.cached,
-            judge_model=config.judge.model,
+            judge_model=judge.model,
             judge_model_id=endpoint.model_id,
         )
     finally:
@@ -184,5 +190,5 @@ def compare_pairwise(
     """Run B against run A, judged pairwise by the judge ``overrides`` set: the calls, then
     what they say (`ragexp.stats.pairwise.pairwise_result`)."""
     config = pairwise_config(overrides)
-    judging = asyncio.run(judge_pairs(config, registry, a, b))
+    judging = asyncio.run(judge_pairs(config.judge, config.cache, registry, a, b))
     return judging, pairwise_result([pair.replies for pair in judging.pairs])

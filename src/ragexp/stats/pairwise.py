@@ -33,9 +33,11 @@ from typing import Literal
 
 import numpy as np
 
+from ragexp.stats.bradley_terry import Game, Strength, bradley_terry
 from ragexp.stats.clusters import cluster_permutation_p, design_effect, effective_n, n_clusters
 from ragexp.stats.difference import difference_ci
 from ragexp.stats.intervals import mean_ci
+from ragexp.stats.multiplicity import holm
 from ragexp.stats.paired import Decision, MetricComparison
 
 Position = Literal["A", "B", "TIE"]
@@ -129,6 +131,8 @@ class PairwiseResult:
     """The decided cases as a paired comparison on the −1/0/+1 scale, for `decide` (and Holm)."""
     outcomes: tuple[tuple[str, Outcome], ...] = ()
     """(case id, outcome) of every judged case, in order."""
+    clusters: tuple[str, ...] = ()
+    """The cluster of each of those cases (its document), in the same order."""
 
     @property
     def decided(self) -> int:
@@ -166,6 +170,7 @@ def pairwise_result(pairs: Sequence[PairReplies]) -> PairwiseResult:
         bias=position_bias(pairs),
         comparison=comparison,
         outcomes=tuple(outcomes),
+        clusters=tuple(p.cluster for p in pairs),
     )
 
 
@@ -224,3 +229,48 @@ def position_bias(pairs: Sequence[PairReplies]) -> PositionBias:
         pairs=len(both),
         consistent=agree,
     )
+
+
+@dataclass(frozen=True)
+class PairwiseRow:
+    """One job of a sweep judged pairwise against its reference, with Holm's p."""
+
+    job: str
+    reference: str
+    result: PairwiseResult
+    p_holm: float | None
+
+
+@dataclass(frozen=True)
+class SweepPairwise:
+    """A sweep's jobs judged pairwise against the reference: each test at Holm's p, and the
+    Bradley–Terry ranking of every job."""
+
+    rows: list[PairwiseRow]
+    ranking: list[Strength]
+    reference: str
+
+
+def rank_pairwise(
+    results: Sequence[tuple[str, str, PairwiseResult]], reference: str
+) -> SweepPairwise:
+    """``results``: (job, reference, its pairwise result) per job; p-values adjusted across
+    the sweep (Holm), and the Bradley–Terry fit over every decided pair."""
+    tested = [i for i, (_, _, r) in enumerate(results) if r.comparison.p_value is not None]
+    adjusted = holm([results[i][2].comparison.p_value or 1.0 for i in tested])
+    p_holm = dict(zip(tested, adjusted, strict=True))
+    rows = [
+        PairwiseRow(job, ref, result, p_holm.get(i)) for i, (job, ref, result) in enumerate(results)
+    ]
+    games = [
+        Game(ref, job, WINNER[o], cluster)
+        for job, ref, result in results
+        for (_, o), cluster in zip(result.outcomes, result.clusters, strict=True)
+        if o in WINNER
+    ]
+    jobs = list(dict.fromkeys([reference, *(job for job, *_ in results)]))
+    return SweepPairwise(rows, bradley_terry(games, reference, jobs), reference)
+
+
+WINNER: dict[str, Literal["left", "right", "tie"]] = {"win": "right", "loss": "left", "tie": "tie"}
+"""A decided outcome for B (the job) as a game of the reference (left) against it (right)."""
