@@ -4,6 +4,7 @@ the sweep and a Bradley–Terry ranking checked against a hand count."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from ragexp.config.llm import JudgeConfig
 from ragexp.config.schema import CacheConfig, CompareConfig, SweepSettings
+from ragexp.results.files import strict_json
 from ragexp.stats.ranking import summarize_sweep
+from ragexp.sweep.finish import pairwise_terminal, with_pairwise
 from ragexp.sweep.pairwise import sweep_pairwise
 from tests.ollama_server import FakeOllama
 from tests.sweep import planted
@@ -89,6 +92,12 @@ def test_a_judge_that_knows_the_truth_ranks_the_better_generator_first(
             rows[strength.job].result.win_rate, abs=1e-3
         )
         assert strength.ci_high is not None and strength.ci_high < 0.5
+    markdown, data = with_pairwise("# sweep\n", run)  # what summary.md and .json get
+    assert "| 1 | `gen-p90` | 0.500 |" in markdown and "chance of beating `gen-p90`" in markdown
+    assert data["ranking"][0]["job"] == "gen-p90" and len(data["jobs"]) == 2
+    assert {j["verdict"] for j in data["jobs"]} == {"A is better"}
+    json.loads(strict_json(data))
+    assert "gen-p60a against gen-p90: win rate" in pairwise_terminal(run)
     again = sweep_pairwise(summary, config)
     assert again is not None and (again.calls_made, again.calls_cached) == (0, 4 * N_CASES)
 

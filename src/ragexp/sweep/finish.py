@@ -46,7 +46,7 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
     data = to_json(summary)
     pairwise = sweep_pairwise(summary, settings)
     if pairwise is not None:
-        markdown, data["pairwise"] = _with_pairwise(markdown, pairwise)
+        markdown, data["pairwise"] = with_pairwise(markdown, pairwise)
     (sweep_dir / SUMMARY_MD).write_text(markdown, encoding="utf-8")
     (sweep_dir / SUMMARY_JSON).write_text(strict_json(data), encoding="utf-8")
     cards = sweep_card_models(summary)
@@ -76,7 +76,7 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
     return 1 if unfinished or not summary.rows else 0
 
 
-def _with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:
+def with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:
     """summary.md with the pairwise section, and summary.json's ``pairwise`` object."""
     if run.result is None:
         return markdown + f"\n## Pairwise\n\n{run.note}\n", {"judge": run.judge, "note": run.note}
