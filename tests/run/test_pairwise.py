@@ -170,3 +170,33 @@ def test_bad_pairwise_arguments_are_one_line(
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith(f"ragexp: error: {message}") and err.count("\n") == 1
+
+
+def test_the_pairwise_numbers_are_logged_on_run_bs_mlflow_run(
+    runs: dict[str, Any],
+    judge: tuple[FakeOllama, list[str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mlflow import MlflowClient
+
+    from ragexp.results.files import JobRecord
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    run_id = client.create_run(client.create_experiment("ragexp")).info.run_id
+    client.set_terminated(run_id)
+    dir_b = _run_dir(tmp_path, "b", runs["b"])
+    JobRecord(run_name="b", status="finished", mlflow_run_id=run_id).write(dir_b)
+    _, overrides = judge
+    argv = [str(runs["dir_a"]), str(dir_b), "--pairwise", *overrides, "--tracking-uri", uri]
+    assert compare.run(compare.parse([*argv, "--format", "json"])) == 0
+    out = capsys.readouterr()
+    assert f"ragexp: pairwise/* metrics logged on MLflow run {run_id}" in out.err
+    logged = client.get_run(run_id).data
+    assert logged.metrics["pairwise/win_rate"] == pytest.approx(20 / 24)
+    assert logged.metrics["pairwise/wins"] == 16 and logged.metrics["pairwise/inconsistent"] == 0
+    assert logged.metrics["pairwise/position_consistency"] == 1.0
+    assert json.loads(out.out)["pairwise"]["ci_low"] == logged.metrics["pairwise/ci_low"]
+    assert logged.tags["pairwise.against"] == str(runs["dir_a"])
+    assert logged.tags["pairwise.verdict"] == "B is better"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ from ragexp.stats import ALPHA
 from ragexp.stats.paired import compare_cases
 from ragexp.stats.pairwise import PairwiseResult
 from ragexp.stats.power import comparison_power
-from ragexp.tracking.lookup import locate
+from ragexp.tracking.lookup import LocatedRun, locate
+from ragexp.tracking.pairwise import log_pairwise
+from ragexp.tracking.store import sqlite_path
 
 
 def parser() -> argparse.ArgumentParser:
@@ -111,11 +114,7 @@ def run(args: argparse.Namespace) -> int:
             entry["mde"], entry["cases_needed"] = power[entry["metric"]]
         data.update(effect=args.effect, cost={"a": _dump(costs[0]), "b": _dump(costs[1])})
         if pairwise is not None:
-            judging, result = pairwise
-            data["pairwise"] = pairwise_json(
-                result, judge=judging.judge_model, calls_made=judging.calls_made,
-                calls_cached=judging.calls_cached,
-            )  # fmt: skip
+            data["pairwise"] = _logged(pairwise, run_b, args.a, tracking.uri())
         print(json.dumps({**data, "not_scored_alike": unlike}, indent=2))
         return 0
     text = render(
@@ -125,12 +124,30 @@ def run(args: argparse.Namespace) -> int:
     warning = "".join(f"\nWarning: {line}; the difference may come from that.\n" for line in unlike)
     if pairwise is not None:
         judging, result = pairwise
+        _logged(pairwise, run_b, args.a, tracking.uri())
         text += pairwise_render(
             result, judge=judging.judge_model, calls_made=judging.calls_made,
             calls_cached=judging.calls_cached, markdown=args.format == "md",
         )  # fmt: skip
     print(text + noise_notes(cases_a, cases_b, comparisons) + warning, end="")
     return 0
+
+
+def _logged(
+    pairwise: tuple[PairwiseJudging, PairwiseResult], run_b: LocatedRun, a: str, uri: str
+) -> dict[str, Any]:
+    """The ``pairwise`` JSON object, logged on B's MLflow run when B has one in the store."""
+    judging, result = pairwise
+    data = pairwise_json(
+        result, judge=judging.judge_model, calls_made=judging.calls_made,
+        calls_cached=judging.calls_cached,
+    )  # fmt: skip
+    db = sqlite_path(uri)
+    if run_b.mlflow_run_id and (db is None or db.is_file()):
+        warning = log_pairwise(uri, run_b.mlflow_run_id, data, a)
+        print(warning or f"ragexp: pairwise/* metrics logged on MLflow run {run_b.mlflow_run_id}",
+              file=sys.stderr)  # fmt: skip
+    return data
 
 
 def _pairwise(
