@@ -200,3 +200,15 @@ def test_the_pairwise_numbers_are_logged_on_run_bs_mlflow_run(
     assert json.loads(out.out)["pairwise"]["ci_low"] == logged.metrics["pairwise/ci_low"]
     assert logged.tags["pairwise.against"] == str(runs["dir_a"])
     assert logged.tags["pairwise.verdict"] == "B is better"
+    # one trace per pair on B's run, its two judge calls as spans under the case
+    experiment = client.get_experiment_by_name("ragexp")
+    assert experiment is not None
+    traces = client.search_traces(locations=[experiment.experiment_id], run_id=run_id)
+    assert len(traces) == N_CASES
+    trace = next(t for t in traces if t.info.tags["ragexp.pairwise.case_id"] == "c00")
+    names = sorted(span.name for span in trace.data.spans)
+    assert names == ["judge: A shown first", "judge: B shown first", "pairwise c00"]
+    by_name = {span.name: span for span in trace.data.spans}
+    assert by_name["pairwise c00"].outputs["outcome"] == "win"
+    assert by_name["judge: A shown first"].outputs == {"reply": "The better answer is B."}
+    assert "[wrong] answer 0" in by_name["judge: B shown first"].inputs["prompt"]

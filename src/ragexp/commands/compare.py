@@ -29,6 +29,7 @@ from ragexp.stats.paired import compare_cases
 from ragexp.stats.pairwise import PairwiseResult
 from ragexp.stats.power import comparison_power
 from ragexp.tracking.lookup import LocatedRun, locate
+from ragexp.tracking.pair_traces import PairCalls
 from ragexp.tracking.pairwise import log_pairwise
 from ragexp.tracking.store import sqlite_path
 
@@ -144,7 +145,13 @@ def _logged(
     )  # fmt: skip
     db = sqlite_path(uri)
     if run_b.mlflow_run_id and (db is None or db.is_file()):
-        warning = log_pairwise(uri, run_b.mlflow_run_id, data, a)
+        outcomes = dict(result.outcomes)
+        pairs = [
+            PairCalls(p.replies.case_id, p.question, outcomes[p.replies.case_id], p.forward,
+                      p.swapped)
+            for p in judging.pairs
+        ]  # fmt: skip
+        warning = log_pairwise(uri, run_b.mlflow_run_id, data, a, pairs)
         print(warning or f"ragexp: pairwise/* metrics logged on MLflow run {run_b.mlflow_run_id}",
               file=sys.stderr)  # fmt: skip
     return data

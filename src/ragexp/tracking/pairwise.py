@@ -1,12 +1,14 @@
 """A pairwise comparison written on run B's MLflow run, through MLflow's public client: its
-numbers as ``pairwise/<name>`` metrics (``pairwise/win_rate``, ``pairwise/ci_low`` ...) and
-what B was compared with as ``pairwise.*`` tags."""
+numbers as ``pairwise/<name>`` metrics (``pairwise/win_rate``, ``pairwise/ci_low`` ...),
+what B was compared with as ``pairwise.*`` tags, and one trace per pair with both calls
+(`ragexp.tracking.pair_traces`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ragexp.errors import first_line
+from ragexp.tracking.pair_traces import PairCalls, log_pair_traces
 
 METRICS = (
     "wins", "losses", "ties", "inconsistent", "parse_failures", "win_rate", "ci_low", "ci_high",
@@ -27,10 +29,15 @@ def pairwise_metrics(data: Mapping[str, object]) -> dict[str, float]:
 
 
 def log_pairwise(
-    tracking_uri: str, run_id: str, data: Mapping[str, object], against: str
+    tracking_uri: str,
+    run_id: str,
+    data: Mapping[str, object],
+    against: str,
+    pairs: Sequence[PairCalls] = (),
 ) -> str | None:
     """Log ``data`` (the ``pairwise`` JSON object of B against ``against``) on MLflow run
-    ``run_id``; returns a warning line when MLflow refused, else None."""
+    ``run_id``, and one trace per pair of ``pairs``; returns a warning line when MLflow
+    refused, else None."""
     import logging
     import time
 
@@ -49,6 +56,7 @@ def log_pairwise(
     ]
     try:
         MlflowClient(tracking_uri=tracking_uri).log_batch(run_id, metrics=metrics, tags=tags)
+        log_pair_traces(tracking_uri, run_id, pairs)
     except (MlflowException, OSError) as exc:
         return (
             f"ragexp: warning: the pairwise metrics were not logged on MLflow run {run_id}: "
