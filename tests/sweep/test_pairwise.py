@@ -113,3 +113,36 @@ def test_a_sweep_that_varies_the_judge_is_not_judged_pairwise(
     assert server.requests_to("/api/chat") == []
     off = config.model_copy(update={"compare": CompareConfig()})
     assert sweep_pairwise(summary, off) is None
+
+
+def test_a_sweep_with_compare_pairwise_judges_its_jobs_after_they_finish(tmp_path: Path) -> None:
+    """The real command: two generators, the judge from the sweep's config."""
+    from benchmarks.dataset import generate
+
+    from tests.cli_run import run_ragexp
+
+    corpus, cases = generate(30, tmp_path / "data")
+    base = planted.responder(0)
+
+    def respond(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
+        if "Reply with EXACTLY one of: A" in str(messages[-1]["content"]):
+            return knows_the_truth(model, messages)
+        return str(base(model, messages))
+
+    with FakeOllama(models=["judge-a", "gen-p90", "gen-p60a"], responder=respond) as server:
+        result = run_ragexp(
+            "generator=ollama", "judge=ollama", "judge.model=judge-a", "dataset=custom",
+            f"dataset.corpus={corpus}", f"dataset.cases={cases}", "metrics=[faithfulness]",
+            "hydra.sweep.dir=sweep", "tracking.enabled=false", "compare.pairwise=true",
+            "-m", "generator.model=gen-p90,gen-p60a",
+            cwd=tmp_path, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "ragexp: pairwise (judge judge-a, 60 calls made, 0 from cache)" in result.stderr
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    pairwise = summary["pairwise"]
+    [job] = pairwise["jobs"]
+    assert (job["job"], job["against"]) == ("gen-p60a", "gen-p90")
+    assert job["win_rate"] < 0.5 and job["position_consistency"] == 1.0
+    assert pairwise["ranking"][0]["job"] == "gen-p90"
+    assert "## Pairwise: which answer is better?" in (tmp_path / "sweep" / "summary.md").read_text()
