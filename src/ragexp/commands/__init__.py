@@ -32,7 +32,11 @@ COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
         Command(
-            "compare", "is run B better than run A? (paired tests)", compare.parser, compare.run
+            "compare",
+            "is run B better than run A? (paired tests; --pairwise: the judge picks)",
+            compare.parser,
+            compare.run,
+            compare.parse,
         ),
         Command(
             "label",

@@ -6,23 +6,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from ragexp.config.schema import CompareConfig, TrackingConfig
-from ragexp.errors import RagexpError, fail
+from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.plugins.manager import registry
 from ragexp.reporting.compare import noise_notes, render, to_json
+from ragexp.reporting.pairwise import render as pairwise_render
+from ragexp.reporting.pairwise import to_json as pairwise_json
 from ragexp.reporting.wording import SELF_JUDGE_NAMED
+from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases, read_sources, read_summary
 from ragexp.results.labels import LabelIndex, read_labels
 from ragexp.results.summary import Cost
 from ragexp.run.labels import vocabularies
+from ragexp.run.pairwise import PairwiseJudging, compare_pairwise
 from ragexp.run.provenance import case_version_differences, differences
 from ragexp.stats import ALPHA
 from ragexp.stats.paired import compare_cases
+from ragexp.stats.pairwise import PairwiseResult
 from ragexp.stats.power import comparison_power
-from ragexp.tracking.lookup import locate
+from ragexp.tracking.lookup import LocatedRun, locate
+from ragexp.tracking.pair_traces import PairCalls
+from ragexp.tracking.pairwise import log_pairwise
+from ragexp.tracking.store import sqlite_path
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,6 +41,18 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("a", help="run A: a run dir, an MLflow run id or an MLflow run name")
     parser.add_argument("b", help="run B: the same")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="with --pairwise: the judge's settings as for a run (judge.model=qwen2.5:7b "
+        "judge.base_url=http://host:11434, judge=ollama, llm=..., cache.*)",
+    )
+    parser.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="also ask the judge which answer is better, in both orders per case "
+        "(2 judge calls per case, cached): win rate of B, and the judge's position bias",
+    )
     parser.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
     parser.add_argument("--format", choices=["text", "md", "json"], default="text")
     parser.add_argument(
@@ -56,6 +77,12 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments, with the judge's settings anywhere among the options
+    (``A B --pairwise judge.model=x``)."""
+    return parser().parse_intermixed_args(argv)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         tracking = TrackingConfig(tracking_uri=args.tracking_uri, experiment=args.experiment)
@@ -68,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
             for case in [*cases_a, *cases_b]:
                 index.apply(case)
         comparisons = compare_cases(cases_a, cases_b, args.metric)
+        pairwise = _pairwise(args, cases_a, cases_b)
     except RagexpError as exc:
         fail(exc)
     name_a = args.a + (SELF_JUDGE_NAMED if run_a.self_judge else "")
@@ -86,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         for entry in data["metrics"]:
             entry["mde"], entry["cases_needed"] = power[entry["metric"]]
         data.update(effect=args.effect, cost={"a": _dump(costs[0]), "b": _dump(costs[1])})
+        if pairwise is not None:
+            data["pairwise"] = _logged(pairwise, run_b, args.a, tracking.uri())
         print(json.dumps({**data, "not_scored_alike": unlike}, indent=2))
         return 0
     text = render(
@@ -93,8 +123,52 @@ def run(args: argparse.Namespace) -> int:
         effect=args.effect, costs=costs,
     )  # fmt: skip
     warning = "".join(f"\nWarning: {line}; the difference may come from that.\n" for line in unlike)
+    if pairwise is not None:
+        judging, result = pairwise
+        _logged(pairwise, run_b, args.a, tracking.uri())
+        text += pairwise_render(
+            result, judge=judging.judge_model, calls_made=judging.calls_made,
+            calls_cached=judging.calls_cached, markdown=args.format == "md",
+        )  # fmt: skip
     print(text + noise_notes(cases_a, cases_b, comparisons) + warning, end="")
     return 0
+
+
+def _logged(
+    pairwise: tuple[PairwiseJudging, PairwiseResult], run_b: LocatedRun, a: str, uri: str
+) -> dict[str, Any]:
+    """The ``pairwise`` JSON object, logged on B's MLflow run when B has one in the store."""
+    judging, result = pairwise
+    data = pairwise_json(
+        result, judge=judging.judge_model, calls_made=judging.calls_made,
+        calls_cached=judging.calls_cached,
+    )  # fmt: skip
+    db = sqlite_path(uri)
+    if run_b.mlflow_run_id and (db is None or db.is_file()):
+        outcomes = dict(result.outcomes)
+        pairs = [
+            PairCalls(p.replies.case_id, p.question, outcomes[p.replies.case_id], p.forward,
+                      p.swapped)
+            for p in judging.pairs
+        ]  # fmt: skip
+        warning = log_pairwise(uri, run_b.mlflow_run_id, data, a, pairs)
+        print(warning or f"ragexp: pairwise/* metrics logged on MLflow run {run_b.mlflow_run_id}",
+              file=sys.stderr)  # fmt: skip
+    return data
+
+
+def _pairwise(
+    args: argparse.Namespace, a: list[CaseResult], b: list[CaseResult]
+) -> tuple[PairwiseJudging, PairwiseResult] | None:
+    """With ``--pairwise``: the judge's pairwise verdicts on A and B's answers."""
+    if not args.pairwise:
+        if args.overrides:
+            raise ConfigError(
+                f"{args.overrides[0]}: judge settings are for --pairwise; add --pairwise, or "
+                "leave them out"
+            )
+        return None
+    return compare_pairwise(args.overrides, registry(), a, b)
 
 
 def _dump(cost: Cost | None) -> dict[str, object] | None:

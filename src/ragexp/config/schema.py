@@ -222,6 +222,11 @@ class CompareConfig(StrictModel):
     effect: float = Field(0.05, gt=0, le=1)
     """The difference worth detecting: each comparison says how many cases would detect it
     (80% power), and when too few cases are why a difference cannot be told."""
+    pairwise: bool = False
+    """After the jobs finish, the judge also compares each job's answers with the reference
+    job's (the baseline, else the best), both orders per case (2 judge calls per case per job,
+    cached): win rates with Holm across the sweep, the judge's position bias, and a
+    Bradley–Terry ranking (docs/pairwise.md)."""
 
 
 class RunOptions(StrictModel):
@@ -376,6 +381,10 @@ class SweepSettings(BaseModel):
     metrics: list[str] = Field(default_factory=list)
     tracking: TrackingConfig = TrackingConfig()
     compare: CompareConfig = CompareConfig()
+    judge: JudgeConfig | None = None
+    """The sweep's judge as configured (the jobs' when the sweep does not vary it): the one
+    ``compare.pairwise`` asks."""
+    cache: CacheConfig = CacheConfig()
 
     def primary_metric(self) -> str:
         return primary_metric(self.metrics, self.compare.metric)

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from ragexp.config.schema import SweepSettings
 from ragexp.plugins.manager import registry
 from ragexp.reporting.card import CARD_FILE, cards_document, sweep_card_models
+from ragexp.reporting.pairwise import bias_line, sweep_json, sweep_markdown
+from ragexp.reporting.pairwise import verdict as pairwise_verdict
 from ragexp.reporting.plot import COST_PLOT_FILE, plot_cost, plot_summary
 from ragexp.reporting.sweep import PLOT_FILE, render_markdown, render_note, render_terminal, to_json
+from ragexp.reporting.wording import num
 from ragexp.results.files import strict_json
 from ragexp.results.jobs import read_jobs, sweep_label
 from ragexp.run.labels import vocabularies
 from ragexp.stats.ranking import summarize_sweep
 from ragexp.sweep.link import SweepLink
+from ragexp.sweep.pairwise import PairwiseSweepRun, sweep_pairwise
 from ragexp.sweep.parent import close_parent
 
 SUMMARY_MD = "summary.md"
@@ -38,12 +43,18 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
     plotted = plot_summary(summary, sweep_dir / PLOT_FILE)
     cost_plotted = plot_cost(summary, sweep_dir / COST_PLOT_FILE)
     markdown = render_markdown(summary, title, plot=plotted, cost_plot=cost_plotted)
+    data = to_json(summary)
+    pairwise = sweep_pairwise(summary, settings)
+    if pairwise is not None:
+        markdown, data["pairwise"] = with_pairwise(markdown, pairwise)
     (sweep_dir / SUMMARY_MD).write_text(markdown, encoding="utf-8")
-    (sweep_dir / SUMMARY_JSON).write_text(strict_json(to_json(summary)), encoding="utf-8")
+    (sweep_dir / SUMMARY_JSON).write_text(strict_json(data), encoding="utf-8")
     cards = sweep_card_models(summary)
     if cards:
         (sweep_dir / CARD_FILE).write_text(cards_document(cards), encoding="utf-8")
     print(render_terminal(summary, sweep_dir), file=sys.stderr, end="")
+    if pairwise is not None:
+        print(pairwise_terminal(pairwise), file=sys.stderr)
     if parent_run_id:
         tracking_uri = settings.tracking.uri()
         files = [sweep_dir / SUMMARY_MD, sweep_dir / SUMMARY_JSON]
@@ -63,3 +74,28 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         )
     unfinished = any(row.job.status != "finished" for row in summary.rows)
     return 1 if unfinished or not summary.rows else 0
+
+
+def with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:
+    """summary.md with the pairwise section, and summary.json's ``pairwise`` object."""
+    if run.result is None:
+        return markdown + f"\n## Pairwise\n\n{run.note}\n", {"judge": run.judge, "note": run.note}
+    judge, made, cached = run.judge, run.calls_made, run.calls_cached
+    return (
+        markdown + sweep_markdown(run.result, judge=judge, calls_made=made, calls_cached=cached),
+        sweep_json(run.result, judge=judge, calls_made=made, calls_cached=cached),
+    )
+
+
+def pairwise_terminal(run: PairwiseSweepRun) -> str:
+    """One line per job judged pairwise (or why none was)."""
+    if run.result is None:
+        return f"ragexp: {run.note}"
+    lines = [
+        f"ragexp: pairwise (judge {run.judge}, {run.calls_made} calls made, "
+        f"{run.calls_cached} from cache): {row.job} against {row.reference}: win rate "
+        f"{num(row.result.win_rate)}, {pairwise_verdict(row.result, row.p_holm)}; judge "
+        f"{bias_line(row.result.bias)}"
+        for row in run.result.rows
+    ]
+    return "\n".join(lines)

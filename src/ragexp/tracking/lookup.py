@@ -22,6 +22,8 @@ class LocatedRun:
     cases_path: Path
     self_judge: bool
     """Recorded by the run: ``job.json`` in a run dir, the ``self_judge`` tag in MLflow."""
+    mlflow_run_id: str = ""
+    """Its MLflow run, when it has one (``job.json`` in a run dir; the run found in MLflow)."""
 
 
 def locate(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
@@ -29,9 +31,10 @@ def locate(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
     Raises `ConfigError` naming what to give instead."""
     path = Path(ref)
     if path.is_dir() and (path / CASES_FILE).is_file():
-        return LocatedRun(path / CASES_FILE, _recorded_self_judge(path))
+        return LocatedRun(path / CASES_FILE, _recorded_self_judge(path), _recorded_run_id(path))
     if path.is_file() and path.name == CASES_FILE:
-        return LocatedRun(path, _recorded_self_judge(path.parent))
+        parent = path.parent
+        return LocatedRun(path, _recorded_self_judge(parent), _recorded_run_id(parent))
     if path.exists():
         raise ConfigError(
             f"{ref}: no {CASES_FILE} there; give a run dir such as outputs/<date>/<time>"
@@ -42,6 +45,11 @@ def locate(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
 def _recorded_self_judge(run_dir: Path) -> bool:
     record = JobRecord.read(run_dir)
     return bool(record and record.self_judge)
+
+
+def _recorded_run_id(run_dir: Path) -> str:
+    record = JobRecord.read(run_dir)
+    return record.mlflow_run_id if record else ""
 
 
 def _download(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
@@ -78,7 +86,7 @@ def _download(ref: str, tracking_uri: str, experiment: str) -> LocatedRun:
         raise ConfigError(
             f"{ref}: MLflow run {run_id} has no {CASES_FILE}: {first_line(exc)}"
         ) from None
-    return LocatedRun(cases, self_judge)
+    return LocatedRun(cases, self_judge, run_id)
 
 
 def _find_run(client: Any, ref: str, experiment: str) -> Any:
