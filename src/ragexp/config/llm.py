@@ -237,7 +237,9 @@ class JudgeConfig(LLMConfig):
                 "casts no independent vote (judge.repeats measures one judge's own noise)"
             )
         if self.quorum is not None and n and self.quorum > n:
-            raise ValueError(f"judge.quorum: {self.quorum} is more than the {n} jurors of judge.panel")
+            raise ValueError(
+                f"judge.quorum: {self.quorum} is more than the {n} jurors of judge.panel"
+            )
         if self.aggregate == "dawid_skene":
             raise ValueError(
                 "judge.aggregate: dawid_skene is not available (crowd-kit, its maintained "
@@ -251,6 +253,12 @@ class JudgeConfig(LLMConfig):
         if self.panel:
             return list(self.panel)
         return [LLMConfig(**self.model_dump(exclude=set(JURY_KEYS)))]
+
+    def name(self) -> str:
+        """Who judges, to show: the model, or ``jury of 3 (a, b, c)``."""
+        if not self.panel:
+            return self.model
+        return f"jury of {len(self.panel)} ({', '.join(j.model for j in self.panel)})"
 
     def quorum_size(self) -> int:
         """The fewest verdicts that make the jury's: ``quorum``, else a majority of the panel."""

@@ -286,7 +286,7 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
     if run.labels is not None:
         conclude_labels(
             summary, outcome.cases, run.labels,
-            judge=run.config.judge.model, self_judge=bool(run.job.self_judge),
+            judge=run.config.judge.name(), self_judge=bool(run.job.self_judge),
         )  # fmt: skip
     return summary
 
@@ -347,12 +347,12 @@ def _under_test(config: RunConfig) -> str:
     system = config.system
     if system.kind == "ragexp":
         return (
-            f"generator {config.generator.model}, judge {config.judge.model}, top_k "
+            f"generator {config.generator.model}, judge {config.judge.name()}, top_k "
             f"{config.retriever.top_k}, prompt {config.prompt.name}"
         )
     where = system.target or system.url or system.path
     return (
-        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.model}"
+        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.name()}"
     )
 
 

@@ -13,6 +13,7 @@ from typing import cast
 from ragexp.config.llm import JudgeConfig
 from ragexp.llm.endpoint import Endpoint
 from ragexp.results.case import Judgement, JurorVerdict, LLMCall, MetricResult
+from ragexp.results.jury import BELOW_QUORUM
 from ragexp.stats.jury import Method, Vote, aggregate
 
 
@@ -83,8 +84,8 @@ def jury_result(verdicts: Sequence[JurorVerdict], judge: JudgeConfig) -> MetricR
             score=None,
             parse_ok=False,
             error=(
-                f"JuryError: {len(votes)} of {len(verdicts)} jurors gave a verdict, fewer than "
-                f"judge.quorum={quorum}{why}"
+                f"{BELOW_QUORUM}: {len(votes)} of {len(verdicts)} jurors gave a verdict, "
+                f"fewer than judge.quorum={quorum}{why}"
             ),
         )
     verdict = aggregate(votes, cast(Method, judge.aggregate))  # dawid_skene: refused at config

@@ -12,11 +12,13 @@ from ragexp.config.schema import RunConfig
 from ragexp.metrics.interface import label_scores
 from ragexp.plugins.manager import Registry
 from ragexp.reporting.card import card_model
+from ragexp.reporting.jury import jury_model
 from ragexp.results.case import CaseResult
 from ragexp.results.labels import LabelIndex, Vocabularies, read_labels
 from ragexp.results.summary import CalibratedMean, LabelsInfo, Summary
 from ragexp.stats.calibration import case_scores, labels_needed
 from ragexp.stats.judge_card import judge_card, labelled_answers
+from ragexp.stats.jury_card import jury_card
 from ragexp.tracking.assessments import pull_labels
 
 
@@ -83,3 +85,7 @@ def conclude_labels(
                 labels_needed=labels_needed(scores.human, scores.judge),
                 n_answers=len(scores.judge),
             )
+            jury = jury_card(cases, name)
+            if jury is not None:
+                card, jurors = jury_model(jury)
+                m.judge_card = m.judge_card.model_copy(update={"jury": card, "jurors": jurors})
