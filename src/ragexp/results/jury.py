@@ -64,9 +64,9 @@ class JuryCard(BaseModel):
     n_jurors: int
     effective_votes: float | None
     """Kish's effective number of independent votes, n / (1 + (n − 1) ρ̄), ρ̄ the mean
-    correlation of the jurors' errors (score − people's) on labelled answers; in [1, n]."""
+    correlation of the jurors' mistakes (|score − people's|) on labelled answers; in [1, n]."""
     error_correlation: float | None = None
-    """ρ̄: the mean of the pairwise Pearson correlations of the jurors' errors."""
+    """ρ̄: the mean of the pairwise Pearson correlations of the jurors' mistakes."""
     alpha: float | None
     """Krippendorff's alpha among the jurors (every answer of the run)."""
     agreement: float | None

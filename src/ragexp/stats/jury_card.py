@@ -153,10 +153,11 @@ def _errors(
     labelled: Sequence[MetricResult],
     models: Sequence[str],
 ) -> np.ndarray:
-    """Each juror's error on each labelled answer: its score minus people's mean score."""
+    """Each juror's mistake on each labelled answer: how far its score is from people's mean
+    score (|juror − people|; for a yes/no metric, 1 where it is wrong)."""
     columns = [i for i, r in enumerate(results) if any(r is x for x in labelled)]
     human = np.array([np.mean([h.score for h in results[i].human]) for i in columns])
-    return table[:, columns] - human if columns else np.empty((len(models), 0))
+    return np.abs(table[:, columns] - human) if columns else np.empty((len(models), 0))
 
 
 def _saved_calls(results: Sequence[MetricResult], best: str | None) -> float:
