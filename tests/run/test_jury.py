@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from ragexp.results import AppliedLabel, CaseResult
 from ragexp.stats.jury_card import JuryNumbers, jury_card
 from ragexp.stats.summarize import summarize
 from ragexp.tracking.traces import case_trace
+from tests.cli_run import run_ragexp
 from tests.config.test_schema import valid_raw, with_value
 from tests.run.jury_world import (
     JURORS,
@@ -199,3 +201,58 @@ def test_the_trace_has_a_span_per_juror_with_its_calls(
     ]
     [feedback] = [a for a in trace.assessments if a.source_type == "LLM_JUDGE"]
     assert feedback.source_id == "jury of 3 (ind-0, ind-1, ind-2)"
+
+
+def test_the_command_reports_the_jury_and_its_card_from_the_cache(
+    world: World, independent: list[CaseResult]
+) -> None:
+    """`python -m ragexp` as a user types it, with people's labels: every call from the cache
+    the in-process run filled (a re-run makes none), the card's verdict in summary.json."""
+    cases, answers = write_world(world.root, N)
+    labels = world.root / "labels.jsonl"
+    labels.write_text(
+        "".join(
+            json.dumps({"case_id": f"a{i:03d}", "answer": f"This is answer number {i}.",
+                        "metric": "faithfulness", "label": people(i)}) + "\n"
+            for i in range(N)
+        )
+    )  # fmt: skip
+    world.server.clear_requests()
+    result = run_ragexp(
+        "system=answers", f"system.path={answers}", "dataset=custom", f"dataset.cases={cases}",
+        "judge=ollama", "judge.max_tokens=8", "judge.concurrency=16", "metrics=[faithfulness]",
+        f"judge.panel=[{','.join(INDEPENDENT)}]", f"labels={labels}",
+        f"cache.dir={world.root / 'cache'}", "tracking.enabled=false", "hydra.run.dir=cli",
+        cwd=world.root, env={"OLLAMA_HOST": world.server.url},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert chats(world.server) == 0
+    summary = json.loads((world.root / "cli/summary.json").read_text())
+    m = summary["metrics"]["faithfulness"]
+    assert m["mean"] == pytest.approx(
+        np.mean([c.metrics["faithfulness"].score for c in independent])
+    )
+    assert [(j["model"], j["n"], j["parse_failures"]) for j in m["jury"]["jurors"]] == [
+        (model, N, 0) for model in INDEPENDENT
+    ]
+    jury = m["judge_card"]["jury"]
+    assert (jury["n_jurors"], jury["effective_votes"]) == (3, pytest.approx(3.0))
+    assert jury["agreement"] == pytest.approx(112 / 125)
+    assert (jury["best_juror"], jury["gain_over_best"]) == ("ind-0", pytest.approx(12 / 125))
+    assert jury["verdict"] == (
+        f"the panel of 3 carries 3.0 independent votes and agrees with people better than its "
+        f"best juror by +0.10 ({jury['gain_ci_low']:.2f}–{jury['gain_ci_high']:.2f})"
+    )
+    assert [(j["model"], j["agreement"]) for j in m["judge_card"]["jurors"]] == [
+        (model, pytest.approx(100 / 125)) for model in INDEPENDENT
+    ]
+    line = json.loads((world.root / "cli/cases.jsonl").read_text().splitlines()[0])
+    assert [
+        (j["model"], j["label"], j["parse_ok"]) for j in line["metrics"]["faithfulness"]["jurors"]
+    ] == [(model, says(model, 0), True) for model in INDEPENDENT]
+    report = (world.root / "cli/report.md").read_text()
+    assert "## The jury on faithfulness" in report
+    assert f"**Worth it?** {jury['verdict']}." in report
+    mean = np.mean([SCORE[says("ind-0", i)] for i in range(N)])
+    assert f"| `ind-0` | {mean:.3f} | 125 | 0 | 0 | 0 (125) |" in report

@@ -75,7 +75,7 @@ def jury_markdown(summary: Summary) -> list[str]:
             lines += ["", f"**Worth it?** {card.jury.verdict}."]
             lines += [f"- the jury's agreement with people: {pct(card.jury.agreement)}"]
             lines += [
-                f"- mean correlation of the jurors' errors: "
+                f"- mean correlation of the jurors' mistakes: "
                 f"{num(card.jury.error_correlation, digits=2)}"
             ]
     return lines
