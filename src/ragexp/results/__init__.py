@@ -10,6 +10,7 @@ from ragexp.results.case import (
     MetricResult,
     RetrievedChunk,
 )
+from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary
 from ragexp.results.summary import (
     CalibratedMean,
     CallCount,
@@ -31,7 +32,11 @@ __all__ = [
     "Cost",
     "JudgeCard",
     "Judgement",
+    "JurorCard",
+    "JurorSummary",
     "JurorVerdict",
+    "JuryCard",
+    "JurySummary",
     "LLMCall",
     "LabelsInfo",
     "MetricResult",
