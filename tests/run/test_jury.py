@@ -251,6 +251,7 @@ def test_the_command_reports_the_jury_and_its_card_from_the_cache(
     assert [
         (j["model"], j["label"], j["parse_ok"]) for j in line["metrics"]["faithfulness"]["jurors"]
     ] == [(model, says(model, 0), True) for model in INDEPENDENT]
+    assert f"ragexp: the jury on faithfulness: {jury['verdict']}" in result.stderr
     report = (world.root / "cli/report.md").read_text()
     assert "## The jury on faithfulness" in report
     assert f"**Worth it?** {jury['verdict']}." in report
