@@ -27,6 +27,7 @@ from ragexp.stats.summarize import summarize
 from ragexp.tracking.traces import case_trace
 from tests.cli_run import run_ragexp
 from tests.config.test_schema import valid_raw, with_value
+from tests.ollama_server import FakeOllama
 from tests.run.jury_world import (
     JURORS,
     JuryServer,
@@ -257,3 +258,28 @@ def test_the_command_reports_the_jury_and_its_card_from_the_cache(
     assert f"**Worth it?** {jury['verdict']}." in report
     mean = np.mean([SCORE[says("ind-0", i)] for i in range(N)])
     assert f"| `ind-0` | {mean:.3f} | 125 | 0 | 0 | 0 (125) |" in report
+
+
+def test_faithfulness_claims_asks_each_juror_with_its_own_variants(tmp_path: Path) -> None:
+    """A metric that makes several calls, one through a judge variant: each juror verifies
+    with its own model, the fixed extractor's calls are the same for both."""
+    from tests.claims_judge import EXTRACT_MARK, VERIFY_MARK, ClaimsJudge
+    from tests.run.test_claims_pipeline import METRIC, MODELS, N_CASES, _config, _prompts
+    from tests.run.test_claims_pipeline import _run as run_claims
+
+    reg = load_plugins([])
+    options = {"extractor_model": "llama3.2:3b"}
+    with FakeOllama(MODELS, responder=ClaimsJudge()) as server:
+        panel = {"judge.panel": ["qwen2.5:7b", "mistral:7b"]}
+        outcome = run_claims(reg, _config(reg, server, tmp_path, options, **panel))
+        verified = sorted(b["model"] for b in _prompts(server, VERIFY_MARK))
+        assert verified == sorted(["qwen2.5:7b", "mistral:7b"] * N_CASES)
+        assert {b["model"] for b in _prompts(server, EXTRACT_MARK)} == {"llama3.2:3b"}
+        server.clear_requests()
+        again = run_claims(reg, _config(reg, server, tmp_path, options, **panel))
+        assert server.requests_to("/api/chat") == []
+    for case, rerun in zip(outcome.cases, again.cases, strict=True):
+        result = case.metrics[METRIC]
+        assert [j.model for j in result.jurors] == ["qwen2.5:7b", "mistral:7b"]
+        assert all(j.voted and j.label == "PARTIAL" for j in result.jurors)
+        assert result.label == "PARTIAL" and rerun.metrics[METRIC].label == "PARTIAL"
