@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +66,18 @@ class World:
             raw = with_value(raw, key, value)
         return validate_config(raw, self.registry.known())
 
-    def run(self, config: RunConfig) -> list[CaseResult]:
+    def run(
+        self, config: RunConfig, on_case: Callable[[CaseResult, int], None] | None = None
+    ) -> list[CaseResult]:
         from ragexp.run.pipeline import run_experiment
 
         dataset = load_dataset(config.dataset)
         outcome = asyncio.run(
-            run_experiment(config, dataset, self.registry, progress=io.StringIO())
-        )
+            run_experiment(
+                config, dataset, self.registry, progress=io.StringIO(),
+                on_case=on_case or (lambda case, done: None),
+            )
+        )  # fmt: skip
         return sorted(outcome.cases, key=lambda c: c.case_id)
 
 
@@ -154,6 +159,31 @@ def test_a_juror_failing_half_its_calls_leaves_every_case_scored_by_the_quorum(
     assert [(j.model, j.errors, j.n) for j in summary.jury.jurors] == [
         ("ind-1", 0, 6), ("ind-2", 0, 6), ("flaky", 3, 3),
     ]  # fmt: skip
+
+
+def test_a_juror_killed_mid_run_leaves_every_case_scored_by_the_quorum(world: World) -> None:
+    """The third juror is on a server of its own, stopped once 3 cases have ended."""
+    with JuryServer(models=["far"], responder=responder) as far:
+        entry = {"model": "far", "base_url": far.url, "max_attempts": 1}
+        config = world.config(
+            n=8, **{"judge.panel": ["ind-1", "ind-2", entry], "judge.concurrency": 1,
+                    "system.concurrency": 1},
+        )  # fmt: skip
+
+        def kill(case: CaseResult, done: int) -> None:
+            if done == 3:
+                far.stop()
+
+        cases = world.run(config, on_case=kill)
+    far_verdicts = [c.metrics["faithfulness"].jurors[2] for c in cases]
+    assert [v.voted for v in far_verdicts] == [True] * 3 + [False] * 5
+    assert all(v.error is not None for v in far_verdicts[3:])
+    for i, case in enumerate(cases):
+        result = case.metrics["faithfulness"]
+        assert result.error is None and result.score is not None
+        assert result.raw is not None and result.raw.startswith(
+            f"jury (majority of {3 if i < 3 else 2} of 3)"
+        )
 
 
 def test_below_the_quorum_the_case_is_an_error(world: World) -> None:
