@@ -69,3 +69,23 @@ def test_a_panel_that_cannot_decide_is_one_line(values: dict[str, Any], message:
         judged(**values)
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
+
+
+def test_a_panel_self_judges_when_one_of_its_jurors_is_the_generator() -> None:
+    raw = with_value(valid_raw(), "judge.panel", ["llama3.2:3b", "b:1b"])
+    config = validate_config(raw)
+    backends = {"generator": "ollama", "judge": "ollama", "juror:llama3.2:3b": "ollama"}
+    assert config.is_self_judge(backends)
+    other = validate_config(with_value(valid_raw(), "judge.panel", ["a:1b", "b:1b"]))
+    assert not other.is_self_judge({"generator": "ollama", "judge": "ollama"})
+    # judge.model alone no longer judges: being the generator does not make a self-judge
+    assert (
+        validate_config(
+            with_value(
+                with_value(valid_raw(), "judge.model", "llama3.2:3b"),
+                "judge.panel",
+                ["a:1b", "b:1b"],
+            )
+        ).is_self_judge({"generator": "ollama", "judge": "ollama"})
+        is False
+    )
