@@ -155,7 +155,8 @@ def _errors(
 ) -> np.ndarray:
     """Each juror's mistake on each labelled answer: how far its score is from people's mean
     score (|juror − people|; for a yes/no metric, 1 where it is wrong)."""
-    columns = [i for i, r in enumerate(results) if any(r is x for x in labelled)]
+    kept = {id(r) for r in labelled}
+    columns = [i for i, r in enumerate(results) if id(r) in kept]
     human = np.array([np.mean([h.score for h in results[i].human]) for i in columns])
     return np.abs(table[:, columns] - human) if columns else np.empty((len(models), 0))
 
