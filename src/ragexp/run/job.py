@@ -35,7 +35,7 @@ from ragexp.results.files import CaseLog, JobRecord, write_outputs
 from ragexp.results.summary import MetricSource, Summary
 from ragexp.run.failure import run_failure
 from ragexp.run.gate import baseline_cases, gate_failures, gate_tag, noninferiority
-from ragexp.run.labels import RunLabels, conclude_labels, load_labels
+from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
@@ -288,6 +288,7 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
             summary, outcome.cases, run.labels,
             judge=run.config.judge.name(), self_judge=bool(run.job.self_judge),
         )  # fmt: skip
+        conclude_jury(summary, outcome.cases)
     return summary
 
 

@@ -50,6 +50,16 @@ def load_labels(config: RunConfig, registry: Registry) -> RunLabels | None:
     return RunLabels(config.labels, LabelIndex(read_labels(Path(config.labels), vocab), vocab))
 
 
+def conclude_jury(summary: Summary, cases: Sequence[CaseResult]) -> None:
+    """With ``judge.panel``: each judge card of a metric a panel judged gains the jury's part,
+    whether the jury is worth its calls (``judge_card.jury``, ``judge_card.jurors``)."""
+    for name, m in summary.metrics.items():
+        card = m.judge_card
+        numbers = jury_card(cases, name) if card is not None else None
+        if card is not None and numbers is not None:
+            card.jury, card.jurors = jury_model(numbers)
+
+
 def conclude_labels(
     summary: Summary,
     cases: Sequence[CaseResult],
@@ -85,7 +95,3 @@ def conclude_labels(
                 labels_needed=labels_needed(scores.human, scores.judge),
                 n_answers=len(scores.judge),
             )
-            jury = jury_card(cases, name)
-            if jury is not None:
-                card, jurors = jury_model(jury)
-                m.judge_card = m.judge_card.model_copy(update={"jury": card, "jurors": jurors})
