@@ -24,7 +24,8 @@ PUBLIC = {
     # results and summaries
     "CaseResult", "MetricResult", "Judgement", "LLMCall", "RetrievedChunk", "Summary",
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
-    "CalibratedMean", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
+    "CalibratedMean", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency", "JurorVerdict",
+    "JurySummary", "JurorSummary", "JuryCard", "JurorCard",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

@@ -7,9 +7,17 @@ import ipaddress
 import os
 import re
 import urllib.parse
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
@@ -175,19 +183,93 @@ def ollama_host_url(host: str) -> str:
     return f"{url}/{path}" if path else url
 
 
+JURY_KEYS = frozenset({"repeats", "panel", "aggregate", "quorum"})
+"""The judge's keys that are not an endpoint's: how often and by whom an answer is judged."""
+Aggregate = Literal["majority", "mean", "median", "dawid_skene"]
+
+
 class JudgeConfig(LLMConfig):
-    """The judge model behind LLM-as-judge metrics."""
+    """The judge model behind LLM-as-judge metrics: one model, or a panel of them (a jury)."""
 
     repeats: int = Field(1, ge=1, le=20)
     """Judge every answer this many times (seed + 0, 1, ...; answers are not regenerated) to
     measure the judge's own noise; the first judgement is the score."""
+    panel: tuple[LLMConfig, ...] = ()
+    """A jury: each juror a model name on the judge's backend (its other keys the judge's), or
+    a judge entry of its own (``{model: x, backend: openai, base_url: ...}``, keys not given
+    taken from the judge). Empty: ``model`` alone judges. docs/juries.md."""
+    aggregate: Aggregate = "majority"
+    """How the jurors' verdicts on one answer make the jury's: the most common label, or the
+    mean or median of their scores."""
+    quorum: int | None = Field(None, ge=1)
+    """The fewest jurors whose verdicts make the jury's (a juror that fails or does not parse
+    casts none); default: a majority of the panel."""
 
-    def replicate(self, index: int) -> LLMConfig:
-        """The endpoint config of judgement ``index``: the same model, its seed moved by
-        ``index`` (an unseeded judge stays unseeded)."""
-        fields = self.model_dump(exclude={"repeats"})
-        if self.seed is not None:
-            fields["seed"] = self.seed + index
+    @model_validator(mode="before")
+    @classmethod
+    def _jurors_from_the_judge(cls, data: Any) -> Any:
+        """Each panel entry completed with the judge's own keys (a name: ``{model: name}``)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("panel"), list | tuple):
+            return data
+        base = {k: v for k, v in data.items() if k not in JURY_KEYS}
+        entries = []
+        for entry in data["panel"]:
+            if isinstance(entry, str):
+                entry = {"model": entry}
+            if isinstance(entry, Mapping):
+                entry = {**base, **entry}
+            entries.append(entry)
+        return {**data, "panel": tuple(entries)}
+
+    @model_validator(mode="after")
+    def _a_panel_that_can_decide(self) -> JudgeConfig:
+        n = len(self.panel)
+        if n == 1:
+            raise ValueError(
+                "judge.panel: a panel needs at least 2 jurors; for one judge set judge.model "
+                "and leave judge.panel empty"
+            )
+        models = [juror.model for juror in self.panel]
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise ValueError(
+                f"judge.panel: {twice[0]!r} is listed twice; a juror that repeats another "
+                "casts no independent vote (judge.repeats measures one judge's own noise)"
+            )
+        if self.quorum is not None and n and self.quorum > n:
+            raise ValueError(
+                f"judge.quorum: {self.quorum} is more than the {n} jurors of judge.panel"
+            )
+        if self.aggregate == "dawid_skene":
+            raise ValueError(
+                "judge.aggregate: dawid_skene is not available (crowd-kit, its maintained "
+                "implementation, needs transformers and huggingface-hub); use majority, mean "
+                "or median"
+            )
+        return self
+
+    def jurors(self) -> list[LLMConfig]:
+        """The endpoint config of each juror; without a panel, the judge itself (one)."""
+        if self.panel:
+            return list(self.panel)
+        return [LLMConfig(**self.model_dump(exclude=set(JURY_KEYS)))]
+
+    def name(self) -> str:
+        """Who judges, to show: the model, or ``jury of 3 (a, b, c)``."""
+        if not self.panel:
+            return self.model
+        return f"jury of {len(self.panel)} ({', '.join(j.model for j in self.panel)})"
+
+    def quorum_size(self) -> int:
+        """The fewest verdicts that make the jury's: ``quorum``, else a majority of the panel."""
+        return self.quorum if self.quorum is not None else len(self.panel) // 2 + 1
+
+    def replicate(self, index: int, juror: LLMConfig | None = None) -> LLMConfig:
+        """The endpoint config of judgement ``index`` (of ``juror``, default the judge): the same
+        model, its seed moved by ``index`` (an unseeded judge stays unseeded)."""
+        fields = (juror or self.jurors()[0]).model_dump()
+        if fields["seed"] is not None:
+            fields["seed"] += index
         return LLMConfig(**fields)
 
 

@@ -271,9 +271,16 @@ class RunConfig(StrictModel):
         backend (``backends``: role -> the backend that ran it, after ``auto``). Decided here
         once; the run records it in ``job.json`` and the MLflow tag ``self_judge``. Another
         system than ragexp's own is judged by its own model when ``system.model`` is the
-        judge's model."""
+        judge's model. With ``judge.panel``: when one of its jurors is that model."""
+        judges = [j.model for j in self.judge.panel] or [self.judge.model]
         if self.system.kind != "ragexp":
-            return self.system.model is not None and self.system.model == self.judge.model
+            return self.system.model is not None and self.system.model in judges
+        if self.judge.panel:
+            return any(
+                (self.generator.model, backends.get("generator"))
+                == (juror, backends.get(f"juror:{juror}"))
+                for juror in judges
+            )
         return (self.generator.model, backends.get("generator")) == (
             self.judge.model,
             backends.get("judge"),

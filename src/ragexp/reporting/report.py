@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_markdown
 from ragexp.reporting.claims import claims_lines
+from ragexp.reporting.jury import jury_markdown
 from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
     clusters_cell,
@@ -55,6 +56,7 @@ def render_report(
         lines += [f"> **Warning:** {text(warning)}", ""]
     lines += _scores(summary)
     lines += judge_cards(summary)
+    lines += jury_markdown(summary)
     lines += _sources(summary)
     noisy = [(name, m.noise) for name, m in summary.metrics.items() if m.noise is not None]
     if noisy:
@@ -90,7 +92,7 @@ def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
     """The rows of the system under test (ragexp's generator, retriever and prompt, or the
     system's kind and where it is) and of the judge."""
     judge_backend = backends.get("judge", "not used")
-    judge = f"| judge | {code(config.judge.model, cell=True)} ({judge_backend}) |"
+    judge = f"| judge | {code(config.judge.name(), cell=True)} ({judge_backend}) |"
     system = config.system
     if system.kind != "ragexp":
         where = system.target or system.url or system.path

@@ -46,6 +46,8 @@ def label_lines(summary: Summary) -> list[str]:
     for name, m in summary.metrics.items():
         if m.judge_card is not None:
             lines.append(card_terminal(m.judge_card))
+            if m.judge_card.jury is not None:
+                lines.append(f"ragexp: the jury on {name}: {m.judge_card.jury.verdict}")
         if m.calibrated is not None and m.mean is not None:
             c = m.calibrated
             lines.append(

@@ -5,10 +5,12 @@ from ragexp.results.case import (
     AppliedLabel,
     CaseResult,
     Judgement,
+    JurorVerdict,
     LLMCall,
     MetricResult,
     RetrievedChunk,
 )
+from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary
 from ragexp.results.summary import (
     CalibratedMean,
     CallCount,
@@ -30,6 +32,11 @@ __all__ = [
     "Cost",
     "JudgeCard",
     "Judgement",
+    "JurorCard",
+    "JurorSummary",
+    "JurorVerdict",
+    "JuryCard",
+    "JurySummary",
     "LLMCall",
     "LabelsInfo",
     "MetricResult",

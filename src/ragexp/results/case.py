@@ -61,6 +61,28 @@ class Judgement(_Model):
     error: str | None = None
 
 
+class JurorVerdict(_Model):
+    """One juror's verdict on the answer (``judge.panel``): the metric as that juror scored it."""
+
+    model: str
+    """The juror's model, as ``judge.panel`` names it."""
+    score: float | None = None
+    label: str | None = None
+    parse_ok: bool = True
+    error: str | None = None
+    raw: str | None = None
+    """The juror's reply (its last, for a metric that asks several times)."""
+    voted: bool = True
+    """Its verdict counted in the jury's: it neither failed nor went unparsed."""
+    calls: int = 0
+    """Calls this juror made for this answer (cache hits not included)."""
+    cached: int = 0
+    tokens: int = 0
+    """Prompt and completion tokens of its calls, where the backend reported them."""
+    llm_calls: list[LLMCall] = Field(default_factory=list, exclude=True)
+    """Its calls (kept for traces, not written to cases.jsonl)."""
+
+
 class AppliedLabel(_Model):
     """A person's label of this answer (from ``labels=...``), in the metric's vocabulary."""
 
@@ -91,6 +113,9 @@ class MetricResult(_Model):
     repeats: list[Judgement] = Field(default_factory=list)
     """With ``judge.repeats=K``, judgements 2..K of the same answer (the first is this result);
     they measure the judge's noise and do not enter the score."""
+    jurors: list[JurorVerdict] = Field(default_factory=list)
+    """With ``judge.panel``, each juror's verdict (the jury's is this result; of the first
+    judgement when ``judge.repeats`` > 1)."""
     human: list[AppliedLabel] = Field(default_factory=list)
     """People's labels of this answer, when the run was given some (``labels=...``)."""
     details: dict[str, Any] | None = None

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragexp.results.jury import JurorCard, JuryCard, JurySummary
+
 
 class MetricSource(BaseModel):
     """Where one metric of a run came from."""
@@ -139,6 +141,10 @@ class JudgeCard(BaseModel):
     n_answers: int | None = None
     """Answers there are to label (per job, in a sweep)."""
     verdict: str
+    jury: JuryCard | None = None
+    """With ``judge.panel``: is the jury worth it (docs/juries.md)."""
+    jurors: list[JurorCard] = Field(default_factory=list)
+    """With ``judge.panel``: each juror against people."""
 
 
 class LabelsInfo(BaseModel):
@@ -187,6 +193,8 @@ class MetricSummary(BaseModel):
     """With human labels: the mean corrected for the judge's bias."""
     judge_card: JudgeCard | None = None
     """With human labels: how the judge's labels compare with people's."""
+    jury: JurySummary | None = None
+    """With ``judge.panel``: each juror's mean, parse failures and cost, and their agreement."""
 
 
 class CallCount(BaseModel):

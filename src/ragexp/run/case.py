@@ -25,6 +25,7 @@ from ragexp.llm.endpoint import Endpoint
 from ragexp.metrics.interface import Judge, Metric, Sample
 from ragexp.metrics.scoring import score_sample
 from ragexp.results.case import CaseResult, Judgement, LLMCall, MetricResult
+from ragexp.run.jury import Ask, Juror, panel_verdict
 from ragexp.run.system import SystemRun
 from ragexp.systems.interface import partial
 
@@ -50,6 +51,8 @@ class CaseRun:
     """Cases in a row (as they end) that could not reach their server."""
     variants: dict[tuple[str, str], list[Endpoint]] = field(default_factory=dict)
     """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`)."""
+    panel: list[Juror] = field(default_factory=list)
+    """With ``judge.panel``, its jurors (who then judge instead of ``judges``)."""
 
 
 def _count_unreachable(run: CaseRun, exc: RagexpError) -> None:
@@ -132,6 +135,9 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> Me
     if not metric.needs_judge:
         result = await _score_once(metric, owner, sample, None, run)
         return result.model_copy(update={"metric_version": metric.version, "calls": calls})
+    if run.panel:
+        jury = await panel_verdict(run.panel, run.config.judge, _asking(metric, owner, sample, run))
+        return jury.model_copy(update={"metric_version": metric.version})
     first, *others = await asyncio.gather(
         *(
             _score_once(metric, owner, sample, _judge_for(endpoint, metric, calls, r, run), run)
@@ -146,6 +152,18 @@ async def _score(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> Me
     )
 
 
+def _asking(metric: Metric, owner: str, sample: Sample, run: CaseRun) -> Ask:
+    """How one juror scores ``sample`` with ``metric``: as the lone judge would, on its own
+    endpoints."""
+
+    async def ask(juror: Juror, replicate: int, calls: list[LLMCall]) -> MetricResult:
+        endpoint = juror.judges[replicate]
+        judge = _judge_for(endpoint, metric, calls, replicate, run, juror.variants)
+        return await _score_once(metric, owner, sample, judge, run)
+
+    return ask
+
+
 async def _score_once(
     metric: Metric, owner: str, sample: Sample, judge: Judge | None, run: CaseRun
 ) -> MetricResult:
@@ -153,16 +171,23 @@ async def _score_once(
 
 
 def _judge_for(
-    endpoint: Endpoint, metric: Metric, calls: list[LLMCall], replicate: int, run: CaseRun
+    endpoint: Endpoint,
+    metric: Metric,
+    calls: list[LLMCall],
+    replicate: int,
+    run: CaseRun,
+    variants: Mapping[tuple[str, str], list[Endpoint]] | None = None,
 ) -> Judge:
+    known = run.variants if variants is None else variants
+
     async def judge(
         prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
     ) -> str:
         asked = endpoint
         if settings is not None:
-            if (metric.name, settings) not in run.variants:
+            if (metric.name, settings) not in known:
                 raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
-            asked = run.variants[(metric.name, settings)][replicate]
+            asked = known[(metric.name, settings)][replicate]
         call = await _call(
             asked,
             [{"role": "user", "content": prompt}],

@@ -35,7 +35,7 @@ from ragexp.results.files import CaseLog, JobRecord, write_outputs
 from ragexp.results.summary import MetricSource, Summary
 from ragexp.run.failure import run_failure
 from ragexp.run.gate import baseline_cases, gate_failures, gate_tag, noninferiority
-from ragexp.run.labels import RunLabels, conclude_labels, load_labels
+from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
@@ -286,8 +286,9 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
     if run.labels is not None:
         conclude_labels(
             summary, outcome.cases, run.labels,
-            judge=run.config.judge.model, self_judge=bool(run.job.self_judge),
+            judge=run.config.judge.name(), self_judge=bool(run.job.self_judge),
         )  # fmt: skip
+        conclude_jury(summary, outcome.cases)
     return summary
 
 
@@ -347,12 +348,12 @@ def _under_test(config: RunConfig) -> str:
     system = config.system
     if system.kind == "ragexp":
         return (
-            f"generator {config.generator.model}, judge {config.judge.model}, top_k "
+            f"generator {config.generator.model}, judge {config.judge.name()}, top_k "
             f"{config.retriever.top_k}, prompt {config.prompt.name}"
         )
     where = system.target or system.url or system.path
     return (
-        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.model}"
+        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.name()}"
     )
 
 

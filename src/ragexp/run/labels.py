@@ -12,12 +12,14 @@ from ragexp.config.schema import RunConfig
 from ragexp.metrics.interface import label_scores
 from ragexp.plugins.manager import Registry
 from ragexp.reporting.card import card_model
+from ragexp.reporting.jury import jury_model
 from ragexp.results.case import CaseResult
 from ragexp.results.labels import LabelIndex, Vocabularies, read_labels
 from ragexp.results.summary import CalibratedMean, LabelsInfo, Summary
 from ragexp.stats.calibration import case_scores, labels_needed
 from ragexp.stats.claims import claim_agreement
 from ragexp.stats.judge_card import judge_card, labelled_answers
+from ragexp.stats.jury_card import jury_card
 from ragexp.tracking.assessments import pull_labels
 
 
@@ -47,6 +49,16 @@ def load_labels(config: RunConfig, registry: Registry) -> RunLabels | None:
         pulled = pull_labels(config.tracking.uri(), config.tracking.experiment_name(), vocab)
         return RunLabels("mlflow", LabelIndex(pulled.labels, vocab))
     return RunLabels(config.labels, LabelIndex(read_labels(Path(config.labels), vocab), vocab))
+
+
+def conclude_jury(summary: Summary, cases: Sequence[CaseResult]) -> None:
+    """With ``judge.panel``: each judge card of a metric a panel judged gains the jury's part,
+    whether the jury is worth its calls (``judge_card.jury``, ``judge_card.jurors``)."""
+    for name, m in summary.metrics.items():
+        card = m.judge_card
+        numbers = jury_card(cases, name) if card is not None else None
+        if card is not None and numbers is not None:
+            card.jury, card.jurors = jury_model(numbers)
 
 
 def conclude_labels(

@@ -24,6 +24,7 @@ from ragexp.metrics.interface import Metric, judge_variants, resolve_options
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
 from ragexp.run.case import CaseRun, run_case
+from ragexp.run.jury import Juror
 from ragexp.run.system import SystemRun
 from ragexp.systems.interface import SystemContext, aclose, models, start
 
@@ -97,6 +98,12 @@ def _roles(run: CaseRun) -> dict[str, tuple[str, str]]:
     }
     if run.judges:
         roles["judge"] = (run.judges[0].backend_name, run.judges[0].model_id)
+    if run.panel:
+        first = run.panel[0].judges[0]
+        roles["judge"] = (first.backend_name, first.model_id)
+        for juror in run.panel:
+            endpoint = juror.judges[0]
+            roles[f"juror:{juror.model}"] = (endpoint.backend_name, endpoint.model_id)
     return roles
 
 
@@ -122,10 +129,11 @@ async def _prepare(
     needs_judge = any(metric.needs_judge for metric, _ in metrics)
     judges = (
         [pool.get("judge", config.judge.replicate(r)) for r in range(config.judge.repeats)]
-        if needs_judge
+        if needs_judge and not config.judge.panel
         else []
     )
     variants = _judge_variants(config, metrics, options, pool) if judges else {}
+    panel = _panel(config, metrics, options, pool) if needs_judge else []
     try:
         await pool.preflight()
         await start(system)
@@ -134,8 +142,30 @@ async def _prepare(
         raise
     return CaseRun(
         config, SystemRun.of(system, spec, config.system, cache), judges, metrics, options,
-        progress, on_case, total=len(dataset.cases), variants=variants,
+        progress, on_case, total=len(dataset.cases), variants=variants, panel=panel,
     )  # fmt: skip
+
+
+def _panel(
+    config: RunConfig,
+    metrics: list[tuple[Metric, str]],
+    options: dict[str, Any],
+    pool: EndpointPool,
+) -> list[Juror]:
+    """The jurors of ``judge.panel`` (none without one), each with its endpoints built from its
+    own config as the judge's are from the judge's."""
+    jurors = []
+    for i, juror in enumerate(config.judge.panel):
+        path = f"judge.panel.{i}"
+        replicates = [config.judge.replicate(r, juror) for r in range(config.judge.repeats)]
+        jurors.append(
+            Juror(
+                juror.model,
+                [pool.get(path, replicate) for replicate in replicates],
+                _judge_variants(config, metrics, options, pool, replicates),
+            )
+        )
+    return jurors
 
 
 def _judge_variants(
@@ -143,16 +173,19 @@ def _judge_variants(
     metrics: list[tuple[Metric, str]],
     options: dict[str, Any],
     pool: EndpointPool,
+    judges: list[LLMConfig] | None = None,
 ) -> dict[tuple[str, str], list[Endpoint]]:
     """The endpoints of the judge variants metrics declare (`AsksJudgeVariants`), one per
-    judgement: the judge's config with the variant's keys changed, checked like the judge."""
+    judgement: the judge's config (or each of ``judges``, a juror's) with the variant's keys
+    changed, checked like the judge."""
+    if judges is None:
+        judges = [config.judge.replicate(r) for r in range(config.judge.repeats)]
     found: dict[tuple[str, str], list[Endpoint]] = {}
     for metric, _ in metrics:
         for name, changes in judge_variants(metric, options[metric.name]).items():
             path = f"metric_options.{metric.name}"
             found[(metric.name, name)] = [
-                pool.get(path, _changed(config.judge.replicate(r), changes, path))
-                for r in range(config.judge.repeats)
+                pool.get(path, _changed(judge, changes, path)) for judge in judges
             ]
     return found
 

@@ -13,6 +13,7 @@ from ragexp.results.case import CaseResult
 from ragexp.results.summary import CallCount, Cost, MetricSummary, Summary
 from ragexp.stats.clusters import design_effect, effective_n, n_clusters
 from ragexp.stats.intervals import mean_ci
+from ragexp.stats.jury import jury_summary
 from ragexp.stats.noise import judge_noise
 
 
@@ -66,6 +67,7 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         errors=sum(1 for r in results if r.error is not None),
         first_error=next((r.error for r in results if r.error is not None), None),
         noise=judge_noise(results),
+        jury=jury_summary(cases, name),
     )
 
 

@@ -130,6 +130,29 @@ def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
     labelled = sum(m.label_counts.values())
     for label, count in m.label_counts.items():
         values[f"{name}/rate_{_metric_key(label)}"] = count / labelled
+    return values | _jury_values(name, m)
+
+
+def _jury_values(name: str, m: MetricSummary) -> dict[str, float]:
+    """A jury's MLflow metrics (``judge.panel``): each juror's mean, parse failures and errors
+    (``<metric>/juror/<model>/...``), the jurors' alpha and, with labels, the effective votes
+    and the gain over the best juror."""
+    values: dict[str, float] = {}
+    if m.jury is None:
+        return values
+    if m.jury.alpha is not None:
+        values[f"{name}/jury_alpha"] = m.jury.alpha
+    for juror in m.jury.jurors:
+        key = f"{name}/juror/{_metric_key(juror.model)}"
+        if juror.mean is not None:
+            values[f"{key}/mean"] = juror.mean
+        values[f"{key}/parse_failures"] = juror.parse_failures
+        values[f"{key}/errors"] = juror.errors
+    card = m.judge_card.jury if m.judge_card is not None else None
+    if card is not None and card.effective_votes is not None:
+        values[f"{name}/jury_effective_votes"] = card.effective_votes
+    if card is not None and card.gain_over_best is not None:
+        values[f"{name}/jury_gain_over_best"] = card.gain_over_best
     return values
 
 

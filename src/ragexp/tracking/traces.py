@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragexp.config.schema import RunConfig
-from ragexp.results.case import CaseResult, LLMCall
+from ragexp.results.case import CaseResult, JurorVerdict, LLMCall
 from ragexp.results.labels import answer_sha256
 from ragexp.tracking import names
 from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback
@@ -88,6 +88,40 @@ def _child_spans(
             {},
         )  # fmt: skip
     usages: list[dict[str, int]] = []
+    by_juror = {id(call) for m in case.metrics.values() for v in m.jurors for call in v.llm_calls}
+    _call_spans(builder, root, [c for c in calls if id(c) not in by_juror], usages)
+    for name, result in case.metrics.items():
+        for verdict in result.jurors:
+            _juror_span(builder, root, name, verdict, usages)
+    return usages
+
+
+def _juror_span(
+    builder: _SpanBuilder,
+    root: bytes,
+    metric: str,
+    verdict: JurorVerdict,
+    usages: list[dict[str, int]],
+) -> None:
+    """One juror's verdict on the answer (``judge.panel``), its calls under it."""
+    calls = verdict.llm_calls
+    start = min((c.start_ns for c in calls), default=0)
+    end = max((_call_end(c) for c in calls), default=start)
+    span = builder.span(
+        f"juror {verdict.model}: {metric}", "EVALUATOR", root, start, end,
+        {"metric": metric},
+        {"label": verdict.label, "score": verdict.score, "parse_ok": verdict.parse_ok,
+         "error": verdict.error},
+        {"model": verdict.model, "voted": verdict.voted},
+        error=verdict.error is not None,
+    )  # fmt: skip
+    _call_spans(builder, span, calls, usages)
+
+
+def _call_spans(
+    builder: _SpanBuilder, parent: bytes, calls: list[LLMCall], usages: list[dict[str, int]]
+) -> None:
+    """One span per call under ``parent``; the calls' token usages go to ``usages``."""
     for call in calls:
         attributes: dict[str, Any] = {
             "model": call.model, "backend": call.backend, "model_id": call.model_id,
@@ -98,11 +132,10 @@ def _child_spans(
             attributes[names.SPAN_CHAT_USAGE] = usage
             usages.append(usage)
         builder.span(
-            call.role, _SPAN_TYPES.get(call.role, "LLM"), root,
+            call.role, _SPAN_TYPES.get(call.role, "LLM"), parent,
             call.start_ns, _call_end(call), {"prompt": call.prompt}, {"text": call.text},
             attributes,
         )  # fmt: skip
-    return usages
 
 
 _SPAN_TYPES = {"generate": "CHAT_MODEL", "system": "CHAIN"}
@@ -148,7 +181,7 @@ def _assessments(case: CaseResult, config: RunConfig) -> list[Assessment]:
                 name=name,
                 value=result.score,
                 source_type="LLM_JUDGE" if judged else "CODE",
-                source_id=config.judge.model if judged else f"ragexp:{name}",
+                source_id=config.judge.name() if judged else f"ragexp:{name}",
                 rationale=result.raw if result.raw is not None else result.error,
                 metadata={
                     "label": str(result.label),
