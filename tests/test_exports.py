@@ -24,8 +24,8 @@ PUBLIC = {
     # results and summaries
     "CaseResult", "MetricResult", "Judgement", "LLMCall", "RetrievedChunk", "Summary",
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
-    "CalibratedMean", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency", "JurorVerdict",
-    "JurySummary", "JurorSummary", "JuryCard", "JurorCard",
+    "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
+    "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

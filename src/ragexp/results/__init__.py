@@ -14,6 +14,7 @@ from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary
 from ragexp.results.summary import (
     CalibratedMean,
     CallCount,
+    ClaimAgreement,
     Cost,
     JudgeCard,
     LabelsInfo,
@@ -29,6 +30,7 @@ __all__ = [
     "CalibratedMean",
     "CallCount",
     "CaseResult",
+    "ClaimAgreement",
     "Cost",
     "JudgeCard",
     "Judgement",
