@@ -6,9 +6,7 @@ the same answers, and (same judge, same cache) asks the judge nothing more."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from ragexp.results import CaseResult
 from tests.cli_run import OLLAMA_MODELS
 from tests.ollama_server import FAITHFULNESS_MARK, FakeOllama, default_responder
 from tests.systems.test_interface import _config, _run
+from tests.systems.traces_app import fluent_store
 from tests.systems.world import DOCS, make_world
 
 PLANTED_NO = "(unsupported)"
@@ -44,28 +43,6 @@ def planted_judge(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
 
 def contexts(case_id: str) -> list[dict[str, str]]:
     return [{"text": DOCS[d], "doc_id": d} for d in ANSWERS[case_id][1]]
-
-
-@contextmanager
-def fluent_store(folder: Path, experiment: str) -> Iterator[str]:
-    """MLflow's fluent API pointed at a sqlite store in ``folder`` and ``experiment`` for the
-    block; afterwards neither the URI nor $MLFLOW_TRACKING_URI (which `set_tracking_uri`
-    exports) reaches a later test."""
-    import mlflow
-
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
-    before = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment)
-    try:
-        yield uri
-    finally:
-        mlflow.set_tracking_uri(None)
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture(scope="module")

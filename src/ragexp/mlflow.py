@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,14 +34,21 @@ from ragexp.llm.endpoint import Endpoint, EndpointPool
 from ragexp.metrics.interface import Judge, Metric, Sample, judge_variants, resolve_options
 from ragexp.metrics.scoring import score_sample
 from ragexp.plugins.manager import Registry, registry, unknown_metric_hint
-from ragexp.results.case import MetricResult, RetrievedChunk
-from ragexp.systems.shapes import ANSWER_KEYS, read_context
+from ragexp.results.case import MetricResult
+from ragexp.systems.mlflow_traces import (
+    QUESTION_KEYS,
+    REFERENCE_NAMES,
+    read_chunks,
+    retriever_contexts,
+    text_of,
+    trace_request,
+    trace_response,
+)
+from ragexp.systems.shapes import ANSWER_KEYS
 
 __all__ = ["as_scorer", "feedback_of", "sample_of"]
 
 T = TypeVar("T")
-QUESTION_KEYS = ("question", "query", "input", "request")
-REFERENCE_KEYS = ("expected_response", "reference", "expected_answer")
 
 
 def as_scorer(
@@ -123,12 +129,12 @@ def sample_of(
     inputs: Any, outputs: Any, expectations: Mapping[str, Any] | None, trace: Any
 ) -> Sample:
     """What a ragexp metric sees of one MLflow evaluation row (see the module docstring)."""
-    question = _text(inputs, QUESTION_KEYS)
-    answer = _text(outputs, ANSWER_KEYS)
+    question = text_of(inputs, QUESTION_KEYS)
+    answer = text_of(outputs, ANSWER_KEYS)
     if question is None and trace is not None:
-        question = _text(trace_request(trace), QUESTION_KEYS)
+        question = text_of(trace_request(trace), QUESTION_KEYS)
     if answer is None and trace is not None:
-        answer = _text(trace_response(trace), ANSWER_KEYS)
+        answer = text_of(trace_response(trace), ANSWER_KEYS)
     if question is None or answer is None:
         missing = "question (inputs)" if question is None else "answer (outputs)"
         raise MetricError(f"ragexp scorer: no {missing} in this row; give inputs and outputs")
@@ -136,67 +142,10 @@ def sample_of(
     expectations = expectations or {}
     if not contexts:
         given = inputs.get("contexts") if isinstance(inputs, Mapping) else None
-        contexts = _chunks(given if given is not None else expectations.get("contexts"))
-    reference = next((str(expectations[k]) for k in REFERENCE_KEYS if k in expectations), None)
+        contexts = read_chunks(given if given is not None else expectations.get("contexts"))
+    reference = next((str(expectations[k]) for k in REFERENCE_NAMES if k in expectations), None)
     case_id = trace.info.trace_id if trace is not None else _digest(question, answer)
     return Sample(case_id, question, answer, tuple(contexts), reference=reference)
-
-
-def retriever_contexts(trace: Any) -> list[RetrievedChunk]:
-    """The documents of a trace's RETRIEVER spans, in order: MLflow's ``Document`` dicts
-    (``page_content``, ``metadata.doc_uri``), ragexp's own (``text``, ``doc_id``) or strings."""
-    from mlflow.entities import SpanType
-
-    chunks: list[RetrievedChunk] = []
-    for span in trace.search_spans(span_type=SpanType.RETRIEVER):
-        outputs = span.outputs
-        chunks.extend(_chunks(outputs if isinstance(outputs, list) else []))
-    return chunks
-
-
-def trace_request(trace: Any) -> Any:
-    """A trace's request: its root span's inputs (MLflow's ``request`` preview otherwise)."""
-    root = next((s for s in trace.data.spans if s.parent_id is None), None)
-    return root.inputs if root is not None else _loads(trace.info.request_preview)
-
-
-def trace_response(trace: Any) -> Any:
-    """A trace's response: its root span's outputs."""
-    root = next((s for s in trace.data.spans if s.parent_id is None), None)
-    return root.outputs if root is not None else _loads(trace.info.response_preview)
-
-
-def _chunks(items: Any) -> list[RetrievedChunk]:
-    if not isinstance(items, Sequence) or isinstance(items, str):
-        return []
-    chunks = []
-    for n, item in enumerate(items):
-        text, doc_id, score = read_context(item)
-        if doc_id is None and isinstance(item, Mapping):
-            meta = item.get("metadata")
-            doc_id = meta.get("doc_uri") if isinstance(meta, Mapping) else None
-        if text is not None:
-            chunk_id = (item.get("chunk_id") if isinstance(item, Mapping) else None) or (
-                f"{doc_id}#{n}" if doc_id else f"context #{n}"
-            )
-            chunks.append(RetrievedChunk(doc_id=doc_id, chunk_id=chunk_id, score=score, text=text))
-    return chunks
-
-
-def _text(value: Any, keys: Sequence[str]) -> str | None:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        found = next((value[k] for k in keys if isinstance(value.get(k), str)), None)
-        return found
-    return None
-
-
-def _loads(text: str | None) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return text
 
 
 def _digest(question: str, answer: str) -> str:
