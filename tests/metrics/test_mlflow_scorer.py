@@ -81,3 +81,39 @@ def test_a_number_outside_0_1_needs_label_scores() -> None:
     assert metric.read(True).score == 1.0 and metric.read("No").score == 0.0
     with pytest.raises(Exception, match="outside \\[0, 1\\]; give label_scores"):
         metric.read(7)
+
+
+def test_a_builtin_scorer_by_name_takes_its_metric_options(tmp_path: Path) -> None:
+    """MLflow's deterministic built-in RegexMatch (MLflow 3.17; on an MLflow without it, the one
+    line that says so), its ``pattern`` from ``metric_options``."""
+    import mlflow
+    import mlflow.genai.scorers as scorers
+
+    world = make_world(tmp_path)
+    rows = [{"case_id": c, "answer": a} for c, a in ANSWERS.items()]
+    (world / "answers.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    reg = load_plugins([])
+    raw = {
+        **valid_raw(),
+        "dataset": {"name": "w", "cases": str(world / "cases.jsonl")},
+        "metrics": ["mlflow:RegexMatch"],
+        "metric_options": {"regex_match": {"pattern": "dollars"}},
+        "system": {"kind": "answers", "path": str(world / "answers.jsonl")},
+        "cache": {"dir": str(world / "cache"), "mode": "off"},
+    }
+    if not hasattr(scorers, "RegexMatch"):
+        with pytest.raises(ConfigError) as caught:
+            validate_config(raw, reg.known())
+        assert f"MLflow {mlflow.__version__} (installed) has no built-in scorer" in str(
+            caught.value
+        )
+        return
+    config = validate_config(raw, reg.known())
+    assert config.metrics == ["regex_match"]
+    cases = {c.case_id: c for c in _run(reg, config)}
+    assert {c: r.metrics["regex_match"].label for c, r in cases.items()} == {
+        "c1": "yes", "c2": "no", "c3": "no", "c4": "no", "c5": "no", "c6": "yes",
+    }  # fmt: skip
+    assert summarize(list(cases.values()), config.metrics).metrics[
+        "regex_match"
+    ].mean == pytest.approx(2 / 6)

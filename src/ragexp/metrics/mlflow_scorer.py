@@ -48,8 +48,11 @@ class ScorerMetric:
         expectations = (
             {"expected_response": sample.reference} if sample.reference is not None else None
         )
+        scorer = self.scorer
+        if isinstance(scorer, BuiltinScorer):
+            scorer = scorer.build(dict(options or {}))
         value = await asyncio.to_thread(
-            self.scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations
+            scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations
         )
         return self.read(value)
 
@@ -98,10 +101,12 @@ def import_scorer(target: str) -> Any:
     import importlib
 
     module_name, _, attr = target.partition(":")
+    if not attr and module_name.isidentifier():
+        return builtin_scorer(module_name)
     if not module_name or not attr:
         raise ValueError(
             f"mlflow:{target}: give the scorer as mlflow:module:attr, e.g. "
-            "mlflow:mypkg.scorers:long_answer"
+            "mlflow:mypkg.scorers:long_answer, or a built-in by name (mlflow:RelevanceToQuery)"
         )
     try:
         found = getattr(importlib.import_module(module_name), attr)
@@ -111,7 +116,7 @@ def import_scorer(target: str) -> Any:
         ) from None
     from mlflow.genai.scorers import Scorer
 
-    if not isinstance(found, Scorer):
+    if not isinstance(found, Scorer):  # a built-in's class is given by name, not by path
         raise ValueError(
             f"mlflow:{target}: {type(found).__name__} is no MLflow scorer; decorate the function "
             "with @mlflow.genai.scorers.scorer"
@@ -119,10 +124,50 @@ def import_scorer(target: str) -> Any:
     return found
 
 
+class BuiltinScorer:
+    """One of MLflow's built-in scorers by name, built on its first case from the metric's
+    ``metric_options`` (``model``, ``pattern``...) as keyword arguments."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+        field = cls.model_fields.get("name")
+        self.name = str(field.default) if field is not None and field.default else cls.__name__
+        self._built: dict[str, Any] = {}
+
+    def build(self, options: Mapping[str, Any]) -> Any:
+        """The scorer for these options (built once); `MetricError` naming what is wrong."""
+        key = repr(sorted(options.items()))
+        if key not in self._built:
+            try:
+                self._built[key] = self.cls(**options)
+            except Exception as exc:  # pydantic's or MLflow's refusal, in one line
+                first = str(exc).splitlines()
+                raise MetricError(
+                    f"mlflow:{self.cls.__name__}: metric_options.{self.name} cannot build it "
+                    f"({' '.join(line.strip() for line in first[:3])})"
+                ) from None
+        return self._built[key]
+
+
+def builtin_scorer(name: str) -> BuiltinScorer:
+    """MLflow's built-in scorer ``name`` (``RelevanceToQuery``), checked against the installed
+    MLflow: a name it does not have is one line saying which MLflow is installed."""
+    import mlflow
+    import mlflow.genai.scorers as scorers
+
+    cls = getattr(scorers, name, None)
+    if not isinstance(cls, type) or not issubclass(cls, scorers.Scorer) or cls is scorers.Scorer:
+        raise ValueError(
+            f"mlflow:{name}: MLflow {mlflow.__version__} (installed) has no built-in scorer "
+            f"'{name}'; see mlflow.genai.scorers for the ones it has, or upgrade MLflow"
+        )
+    return BuiltinScorer(cls)
+
+
 def _fingerprint(scorer: Any) -> str:
     """A short hash of the scorer's source (its function's, else its class's), so a changed
     scorer is a new metric version."""
-    target = getattr(scorer, "_original_func", None) or type(scorer)
+    target: Any = getattr(scorer, "_original_func", None) or getattr(scorer, "cls", type(scorer))
     try:
         source = inspect.getsource(target)
     except (OSError, TypeError):
