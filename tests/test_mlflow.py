@@ -153,3 +153,20 @@ def test_an_unknown_metric_or_judge_key_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"^as_scorer: judge ") as bad:
         as_scorer("faithfulness", model="qwen2.5:7b", temprature=0.3)
     assert "temprature" in str(bad.value) and "\n" not in str(bad.value)
+
+
+def test_any_installed_metric_is_a_scorer_called_directly(tmp_path: Path) -> None:
+    """answer_relevance (a 1-5 grade; the server answers 4 to it): the grade as value, its
+    normalised score 0.75 in metadata."""
+    from ragexp.mlflow import as_scorer
+
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        scorer = as_scorer(
+            "answer_relevance", model="qwen2.5:7b", backend="ollama", base_url=server.url,
+            cache_dir=tmp_path / "cache",
+        )  # fmt: skip
+        feedback = scorer(inputs={"question": "When?"}, outputs="At 6 am.")
+    assert (feedback.name, feedback.value, feedback.metadata["score"]) == (
+        "answer_relevance", "4", "0.75",
+    )  # fmt: skip
+    assert feedback.source.source_type == "LLM_JUDGE"
