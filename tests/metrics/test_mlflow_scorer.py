@@ -71,6 +71,9 @@ def test_a_reference_that_is_no_scorer_is_one_line(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="metrics") as caught:
             validate_config(raw, reg.known())
         assert words in str(caught.value) and "\n" not in str(caught.value)
+    beside = {**valid_raw(), "metrics": [f"{MODULE}:long_answer", "faithfulnes"]}
+    with pytest.raises(ConfigError, match="'faithfulnes' is not one of"):
+        validate_config({**beside, "metric_options": {}}, reg.known())  # still refused
 
 
 def test_a_number_outside_0_1_needs_label_scores() -> None:

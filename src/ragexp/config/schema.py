@@ -351,9 +351,10 @@ class RunConfig(StrictModel):
         if not value:
             raise ValueError("list at least one metric")
         known: Known | None = (info.context or {}).get("known")
-        value = [_by_reference(name, known) for name in value]
-        for name in value:
-            if known is not None and name not in known.metrics and known.resolve_metric:
+        given = [(name, _by_reference(name, known)) for name in value]
+        value = [name for _, name in given]
+        for reference, name in given:
+            if name != reference:
                 continue  # registered from its reference just now
             try:
                 check_known(name, "metrics", info)
