@@ -118,10 +118,12 @@ def test_mlflow_run(ollama_run: tuple[Path, str]) -> None:
     assert names[0].startswith("case demo-0")
     assert {"retrieve", "generate", "judge:faithfulness", "judge:answer_relevance"} <= set(names)
     assessments = {a.name: a for a in trace.info.assessments}
-    assert assessments["faithfulness"].value == 1.0
+    assert assessments["faithfulness"].value == "YES"  # the label; its score in metadata
+    assert assessments["faithfulness"].metadata["score"] == "1.0"
     assert assessments["faithfulness"].rationale == "YES"
     assert assessments["faithfulness"].source.source_id == "qwen2.5:7b"
-    assert assessments["answer_relevance"].value == 0.75
+    assert assessments["answer_relevance"].value == "4"
+    assert assessments["answer_relevance"].metadata["score"] == "0.75"
 
 
 def test_tracking_disabled_logs_nothing(ollama: OllamaRun) -> None:

@@ -100,7 +100,7 @@ def test_hook_ragexp_register_systems(plugged: tuple[Registry, SystemsPlugin], w
     listing = format_plugins(reg)
     assert "systems: counting" in listing
     assert 'options: top_k (int, default 2), style (str, default "short")' in listing
-    assert "systems: ragexp, python, http, answers" in listing
+    assert "systems: ragexp, python, http, answers, mlflow_traces" in listing
     assert '"counting": "top_k (int, default 2)' in plugins_json(reg)
     cases = _run(reg, _config(reg, world, {"kind": "counting", "options": {"style": "long"}}))
     by_id = {c.case_id: c for c in cases}

@@ -200,10 +200,12 @@ def test_labels_given_by_file_appear_on_the_runs_traces_beside_the_judges(
             if isinstance(x, Feedback) and x.source.source_type == "HUMAN"
         ]  # fmt: skip
         judged = {
-            x.name: x.value for x in trace.info.assessments
+            x.name: (x.value, x.metadata["score"]) for x in trace.info.assessments
             if isinstance(x, Feedback) and x.source.source_type == "LLM_JUDGE"
         }  # fmt: skip
-        assert judged == {"faithfulness": 1.0, "answer_relevance": 0.75}  # the judge's, as ever
+        # the judge's, in the people's value type: the label, its score in metadata
+        assert judged == {"faithfulness": ("YES", "1.0"), "answer_relevance": ("4", "0.75")}
+        assert {x.metadata["score"] for x in human} <= {"0.0", "1.0"}
         shown = sorted((x.name, x.value, x.source.source_id) for x in human)
         if case_id == a:
             assert shown == [("faithfulness", "NO", "carol")]
@@ -211,3 +213,29 @@ def test_labels_given_by_file_appear_on_the_runs_traces_beside_the_judges(
             assert shown == [("answer_relevance", "1", "carol")]
         else:
             assert shown == []
+
+
+FAITHFULNESS = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
+GRADES = {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0}
+
+
+def test_a_feedback_is_read_back_whichever_way_it_was_written() -> None:
+    from ragexp.tracking.assessments import Verdict, verdict
+
+    assert verdict("YES", {"score": "1.0"}) == Verdict("YES", 1.0)  # ragexp's way now
+    assert verdict(0.5, {"label": "PARTIAL"}) == Verdict("PARTIAL", 0.5)  # ragexp before
+    assert verdict(True, None) == Verdict("YES", None)  # a bool, as MLflow's @scorer returns
+    assert verdict(0.75, {}) == Verdict(None, 0.75)  # a bare number
+    assert verdict(None, {"label": "None", "score": ""}) == Verdict(None, None)  # an error
+
+
+def test_a_persons_label_given_as_its_score_or_a_grade_is_the_label() -> None:
+    from ragexp.tracking.assessments import as_label
+
+    assert as_label("yes", None, FAITHFULNESS) == "YES"
+    assert as_label(1.0, None, FAITHFULNESS) == "YES"  # the score the judge used to log
+    assert as_label(0.5, None, FAITHFULNESS) == "PARTIAL"
+    assert as_label(0.3, None, FAITHFULNESS) is None  # no label has that score
+    assert as_label(4.0, None, GRADES) == "4"  # a grade, typed as a number
+    assert as_label(2, None, GRADES) == "2"
+    assert as_label(0.75, {"label": "4"}, GRADES) == "4"  # ragexp's judge, before

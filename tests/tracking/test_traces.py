@@ -67,7 +67,9 @@ def test_a_case_trace_nests_its_calls_under_the_case_and_carries_its_assessments
     assert info.trace_metadata[TraceMetadataKey.SOURCE_RUN] == "run-1"
     assert (info.request_time, info.execution_duration) == (1000, 2500)
     feedback = {a.name: a for a in info.assessments}
-    assert feedback["faithfulness"].value == 1.0 and feedback["faithfulness"].rationale == "YES"
+    assert feedback["faithfulness"].value == "YES" and feedback["faithfulness"].rationale == "YES"
+    assert feedback["faithfulness"].metadata["score"] == "1.0"  # the label as value, as people's
+    assert (feedback["hit_rate"].value, feedback["hit_rate"].metadata["score"]) == ("miss", "0.0")
     assert feedback["faithfulness"].source.source_type == "LLM_JUDGE"
     assert feedback["faithfulness"].source.source_id == "judge-model"
     assert feedback["hit_rate"].source.source_type == "CODE"

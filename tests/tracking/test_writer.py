@@ -170,9 +170,9 @@ def test_mlflow_reads_back_every_trace_with_its_spans_and_assessments(
     assert str(c3.info.state) in ("ERROR", "TraceState.ERROR")
     assert c1.data.spans[1].outputs[0]["doc_id"] == "d/1.md"
     assert json.loads(c2.info.response_preview)["answer"].startswith("Open at 6. Open")
-    judged = {(a.name, a.value, a.rationale) for a in c1.info.assessments
+    judged = {(a.name, a.value, a.metadata["score"], a.rationale) for a in c1.info.assessments
               if a.source.source_type == "LLM_JUDGE"}  # fmt: skip
-    assert judged == {("faithfulness", 1.0, "YES"), ("answer_relevance", 0.75, "4")}
+    assert judged == {("faithfulness", "YES", "1.0", "YES"), ("answer_relevance", "4", "0.75", "4")}
     humans = {(a.name, a.value) for a in c1.info.assessments if a.source.source_type == "HUMAN"}
     assert humans == {("expected_response", "À 6 h."), ("faithfulness", "PARTIAL")}
     [failed] = [a for a in c2.info.assessments if a.name == "faithfulness"]

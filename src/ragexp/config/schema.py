@@ -33,6 +33,9 @@ class Known:
     """system name -> its ``Options`` model (None: any ``system.options`` are passed through)."""
     explain_metric: Callable[[str], str] | None = field(default=None, compare=False)
     """What to add when a metric is unknown: a plugin left out, a close name (or "")."""
+    resolve_metric: Callable[[str], str] | None = field(default=None, compare=False)
+    """A metric given by reference (``mlflow:mypkg.scorers:long_answer``) registered, and the
+    name it goes by (``long_answer``); raises `ValueError` (one line) when it cannot be."""
 
 
 class RetrieverConfig(StrictModel):
@@ -360,7 +363,11 @@ class RunConfig(StrictModel):
         if not value:
             raise ValueError("list at least one metric")
         known: Known | None = (info.context or {}).get("known")
-        for name in value:
+        given = [(name, _by_reference(name, known)) for name in value]
+        value = [name for _, name in given]
+        for reference, name in given:
+            if name != reference:
+                continue  # registered from its reference just now
             try:
                 check_known(name, "metrics", info)
             except ValueError as exc:
@@ -369,6 +376,18 @@ class RunConfig(StrictModel):
         if len(set(value)) != len(value):
             raise ValueError("a metric is listed twice")
         return value
+
+
+METRIC_REFERENCES = ("mlflow:",)
+"""Prefixes of a metric given by reference rather than by a registered name."""
+
+
+def _by_reference(name: str, known: Known | None) -> str:
+    """The name ``name`` goes by: itself, or, for a reference (``mlflow:...``), the name of the
+    metric it registers."""
+    if not name.startswith(METRIC_REFERENCES) or known is None or known.resolve_metric is None:
+        return name
+    return known.resolve_metric(name)
 
 
 def primary_metric(metrics: list[str], chosen: str | None) -> str:

@@ -57,6 +57,14 @@ class SystemConfig(StrictModel):
     """Anything else that changes the system's answers: change it to ask the system again."""
     cache: bool = True
     """``false``: ask the system on every run (its answers are not cached)."""
+    experiment: str | None = None
+    """``mlflow_traces``: the experiment whose traces are judged (default
+    ``$MLFLOW_EXPERIMENT_NAME``), in the run's tracking store."""
+    filter: str | None = None
+    """``mlflow_traces``: which traces, in MLflow's trace search syntax, e.g.
+    ``"attributes.status = 'OK'"`` or ``"tags.release = 'v2'"``."""
+    max_results: int = Field(100, ge=1)
+    """``mlflow_traces``: at most this many traces (MLflow's newest first)."""
 
     @field_validator("kind")
     @classmethod

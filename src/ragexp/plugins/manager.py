@@ -93,9 +93,28 @@ class Registry:
             metrics=frozenset(self.metrics),
             options={name: options_model(metric) for name, metric in self.metrics.items()},
             explain_metric=lambda name: unknown_metric_hint(name, self),
+            resolve_metric=self.resolve_metric,
             systems=frozenset(self.systems),
             system_options={name: spec.Options for name, spec in self.systems.items()},
         )
+
+    def resolve_metric(self, reference: str) -> str:
+        """Register the metric ``reference`` names (``mlflow:module:attr``, an MLflow scorer)
+        and return its name; `ValueError` (one line) when it cannot be imported or is no
+        scorer, or when its name is another metric's."""
+        from ragexp.metrics.mlflow_scorer import ScorerMetric, import_scorer
+
+        metric = ScorerMetric(import_scorer(reference.removeprefix("mlflow:")))
+        owner = f"MLflow scorer '{reference.removeprefix('mlflow:')}'"
+        taken = self.owners.get(("metrics", metric.name))
+        if taken is not None and taken != owner:
+            raise ValueError(
+                f"{reference}: its name '{metric.name}' is already {taken}'s metric; give the "
+                "scorer another name (@scorer(name=...))"
+            )
+        self.metrics[metric.name] = metric
+        self.owners[("metrics", metric.name)] = owner
+        return metric.name
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a lifecycle hook on every plugin; a plugin that raises is reported, not fatal."""

@@ -42,6 +42,7 @@ from ragexp.run.signals import collected_warnings, graceful_interrupt
 from ragexp.stats.summarize import cost, summarize
 from ragexp.tracking.run import RunRecord, outcome_tags, run_tags
 from ragexp.tracking.tracker import Tracker
+from ragexp.tracking.verdicts import write_verdicts
 from ragexp.tracking.writer import RunStatus
 
 AT_ONCE_WAIT_S = 3.0
@@ -136,7 +137,10 @@ def prepare(
     sources = metric_sources(reg, config.metrics, config.metric_options)
     labels = load_labels(config, reg)
     baseline = baseline_cases(config.gate, config.tracking)
-    dataset = load_dataset(config.dataset, config.compare.cluster)
+    own = reg.systems[config.system.kind].dataset
+    dataset = (
+        own(config.system, config) if own else load_dataset(config.dataset, config.compare.cluster)
+    )
     run_dir.mkdir(parents=True, exist_ok=True)
     print(f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', {_under_test(config)}",
           file=sys.stderr)  # fmt: skip
@@ -244,6 +248,9 @@ def conclude(
             print(line, file=sys.stderr)
         for line in label_lines(summary):
             print(line, file=sys.stderr)
+        if run.registry.systems[config.system.kind].verdicts_to_traces:
+            print(write_verdicts(config.tracking.uri(), outcome.cases, config.judge.model),
+                  file=sys.stderr)  # fmt: skip
     failures = [] if interrupted or failed else _gates(run, outcome.cases, summary)
     if run.tracker is not None:
         status: RunStatus = "KILLED" if interrupted else "FAILED" if failed else "FINISHED"

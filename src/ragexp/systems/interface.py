@@ -86,6 +86,12 @@ class SystemSpec:
     own_concurrency: bool = False
     """The system bounds its own calls (ragexp's pipeline: its endpoints'
     ``concurrency``), so ``system.concurrency`` does not apply to it."""
+    dataset: Callable[[SystemConfig, RunConfig], Dataset] | None = None
+    """A system that brings its own cases (``mlflow_traces``: one per trace): the run's
+    dataset, read instead of ``dataset.cases`` and ``dataset.corpus``."""
+    verdicts_to_traces: bool = False
+    """The cases are MLflow traces (their ids the trace ids): the run writes each verdict back
+    onto its case's trace as a feedback."""
 
 
 class NoOptions(BaseModel):

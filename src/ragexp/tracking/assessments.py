@@ -1,18 +1,26 @@
-"""Human labels as MLflow assessments: a person who adds a feedback on a case's trace in MLflow's
-UI (source type HUMAN, name = the metric, value = the label) has given a label, read back here;
-and the labels a run was given are written onto its traces the same way (`human_feedback`), so
-the UI shows the person's label beside the judge's."""
+"""Verdicts as MLflow assessments, one value type per metric whoever gave it: the value is the
+label (``YES``, ``4``, ``hit``; as MLflow's own judges log ``yes``/``no``), the score is in the
+metadata (``score``), for the judge's feedback (`judge_feedback`, source LLM_JUDGE, or CODE for a
+metric without a judge) and a person's (`human_feedback`, HUMAN) alike; a metric with no label
+logs its score as the value. `verdict` reads a feedback back, in this form or in the one ragexp
+wrote before (the score as value, the label in metadata).
+
+A person who adds a feedback on a case's trace in MLflow's UI (source type HUMAN, name = the
+metric, value = the label, or its score) has given a label, read back here (`pull_labels`); and
+the labels a run was given are written onto its traces the same way, so the UI shows the
+person's label beside the judge's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ragexp.errors import ConfigError, first_line
-from ragexp.results.case import CaseResult
+from ragexp.results.case import CaseResult, MetricResult
 from ragexp.results.labels import HumanLabel, Vocabularies, answer_sha256, canonical_label
 from ragexp.tracking.records import Assessment
 
@@ -30,6 +38,68 @@ class Pulled:
     traces: int
 
 
+def judge_feedback(name: str, result: MetricResult, judge_model: str) -> Assessment:
+    """A metric's result on a case as its feedback: the label as value (the score when the
+    metric gives no label), the score in metadata, the judge's raw reply as rationale."""
+    judged = bool(result.calls)
+    return Assessment(
+        kind="feedback",
+        name=name,
+        value=result.label if result.label is not None else result.score,
+        source_type="LLM_JUDGE" if judged else "CODE",
+        source_id=judge_model if judged else f"ragexp:{name}",
+        rationale=result.raw if result.raw is not None else result.error,
+        metadata={
+            "score": "" if result.score is None else repr(result.score),
+            "parse_ok": str(result.parse_ok),
+            "metric_version": result.metric_version,
+        },
+        error=result.error,
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A feedback read back: its label and its score (each None when it has none)."""
+
+    label: str | None
+    score: float | None
+
+
+def verdict(value: Any, metadata: Mapping[str, str] | None) -> Verdict:
+    """A feedback's label and score, as ragexp writes it (label as value, ``score`` in
+    metadata), as it wrote it before (score as value, ``label`` in metadata), or as a person or
+    another tool gave it (a label, a bool, a number)."""
+    metadata = metadata or {}
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    label = str(value) if isinstance(value, str) else metadata.get("label")
+    if isinstance(value, bool):
+        label = "YES" if value else "NO"
+    score: float | None = float(number) if number is not None else None
+    with contextlib.suppress(ValueError):
+        score = float(metadata["score"]) if metadata.get("score") else score
+    return Verdict(None if label in (None, "None") else label, score)
+
+
+def as_label(
+    value: Any, metadata: Mapping[str, str] | None, vocabulary: Mapping[str, float]
+) -> str | None:
+    """A feedback's value as one of ``vocabulary``'s labels: the label itself (``yes``, ``4``),
+    the label in metadata, or a number: a grade (``4.0`` -> ``4``) or the one label with that
+    score (``1.0`` -> ``YES``, ``0.5`` -> ``PARTIAL``); None when it is none of them."""
+    found = canonical_label(value, vocabulary)
+    if found is None and isinstance(value, float) and value.is_integer():
+        found = canonical_label(int(value), vocabulary)
+    if found is None:
+        read = verdict(value, metadata)
+        if read.label is not None:
+            found = canonical_label(read.label, vocabulary)
+        elif read.score is not None:
+            scored = [label for label, score in vocabulary.items() if score == read.score]
+            found = scored[0] if len(scored) == 1 else None
+    return found
+
+
 def human_feedback(case: CaseResult) -> list[Assessment]:
     """One HUMAN feedback per person's label of this case (``MetricResult.human``)."""
     return [
@@ -39,7 +109,11 @@ def human_feedback(case: CaseResult) -> list[Assessment]:
             value=label.label,
             source_type="HUMAN",
             source_id=label.labeler or "ragexp",
-            metadata={"ragexp.copy": "true", "random": str(label.random).lower()},
+            metadata={
+                "ragexp.copy": "true",
+                "random": str(label.random).lower(),
+                "score": repr(label.score),
+            },
         )
         for name, result in case.metrics.items()
         for label in result.human
@@ -111,7 +185,7 @@ def _trace_labels(
             continue
         vocabulary = vocabularies.get(assessment.name)
         value = assessment.value
-        label = canonical_label(value, vocabulary) if vocabulary is not None else None
+        label = as_label(value, assessment.metadata, vocabulary) if vocabulary else None
         if label is None or case_id is None or digest is None:
             yield None, False
             continue

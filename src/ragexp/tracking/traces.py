@@ -23,7 +23,7 @@ from ragexp.config.schema import RunConfig
 from ragexp.results.case import CaseResult, JurorVerdict, LLMCall
 from ragexp.results.labels import answer_sha256
 from ragexp.tracking import names
-from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback
+from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback, judge_feedback
 from ragexp.tracking.records import Assessment, CaseRecord, CaseTrace
 from ragexp.tracking.run import table_row
 
@@ -174,23 +174,7 @@ def _assessments(case: CaseResult, config: RunConfig) -> list[Assessment]:
             )
         )
     for name, result in case.metrics.items():
-        judged = bool(result.calls)
-        assessments.append(
-            Assessment(
-                kind="feedback",
-                name=name,
-                value=result.score,
-                source_type="LLM_JUDGE" if judged else "CODE",
-                source_id=config.judge.name() if judged else f"ragexp:{name}",
-                rationale=result.raw if result.raw is not None else result.error,
-                metadata={
-                    "label": str(result.label),
-                    "parse_ok": str(result.parse_ok),
-                    "metric_version": result.metric_version,
-                },
-                error=result.error,
-            )
-        )
+        assessments.append(judge_feedback(name, result, config.judge.name()))
     return assessments + human_feedback(case)
 
 

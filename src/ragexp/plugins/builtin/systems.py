@@ -1,9 +1,12 @@
 """The built-in systems under test: ``ragexp`` (its own retrieve -> generate pipeline, the
-default), ``python`` (a callable), ``http`` (a service) and ``answers`` (a file)."""
+default), ``python`` (a callable), ``http`` (a service), ``answers`` (a file) and
+``mlflow_traces`` (the traces an application logged to MLflow)."""
 
 from __future__ import annotations
 
+from ragexp.config.schema import RunConfig
 from ragexp.config.system import SystemConfig
+from ragexp.data.dataset import Dataset
 from ragexp.hookspecs import hookimpl
 from ragexp.systems.interface import NoOptions, RegisterSystem, System, SystemContext, SystemSpec
 
@@ -30,6 +33,18 @@ def _answers(config: SystemConfig, context: SystemContext) -> System:
     from ragexp.systems.answers import build
 
     return build(config, context)
+
+
+def _mlflow_traces(config: SystemConfig, context: SystemContext) -> System:
+    from ragexp.systems.mlflow_traces import build
+
+    return build(config, context)
+
+
+def _traces_dataset(config: SystemConfig, run: RunConfig) -> Dataset:
+    from ragexp.systems.mlflow_traces import traces_dataset
+
+    return traces_dataset(config, run)
 
 
 @hookimpl
@@ -63,5 +78,16 @@ def ragexp_register_systems(register: RegisterSystem) -> None:
             _answers,
             description="a JSONL file of answers: system.path (case_id, answer, contexts)",
             Options=NoOptions,
+        )
+    )
+    register(
+        SystemSpec(
+            "mlflow_traces",
+            _mlflow_traces,
+            description="traces logged to MLflow: system.experiment, system.filter (verdicts "
+            "written back onto them)",
+            Options=NoOptions,
+            dataset=_traces_dataset,
+            verdicts_to_traces=True,
         )
     )

@@ -1,0 +1,175 @@
+"""An MLflow GenAI scorer as a ragexp metric: a ``@scorer`` function or a ``Scorer`` instance
+(``ScorerMetric(long_answer)``) is asked with what the scorer's signature takes of
+``inputs`` (``{"question": ..., "contexts": [...]}``), ``outputs`` (the answer text) and
+``expectations`` (``{"expected_response": reference}`` when the case has one); its verdict
+becomes the case's result, named after the scorer. See docs/mlflow.md.
+
+A ``Feedback`` (or a bare value) maps to a score: ``True``/``yes`` 1, ``False``/``no`` 0, a number
+in [0, 1] as it is, another label (``CategoricalRating`` values, a grade) its text as the label
+and no score unless ``label_scores`` gives one; the rationale is the raw text; a
+``Feedback.error`` is the case's metric error. The scorer runs in a worker thread (it may call
+its own LLM). Scorers that read a trace are not given one (docs/mlflow.md says what is untested).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from ragexp.errors import MetricError
+from ragexp.metrics.interface import Sample
+from ragexp.results.case import MetricResult
+
+YES_NO = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0}
+
+
+class ScorerMetric:
+    """A ragexp metric that asks an MLflow scorer (see the module docstring)."""
+
+    needs_judge = False
+
+    def __init__(
+        self,
+        scorer: Any,
+        *,
+        name: str | None = None,
+        label_scores: Mapping[str, float] | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.name = name or str(getattr(scorer, "name", None) or type(scorer).__name__)
+        self.version = f"mlflow-scorer:{_fingerprint(scorer)}"
+        self.scores = {k.lower(): float(v) for k, v in (label_scores or {}).items()}
+
+    async def score(self, sample: Sample, judge: Any, options: Any) -> MetricResult:
+        inputs = {"question": sample.question, "contexts": [c.text for c in sample.contexts]}
+        expectations = (
+            {"expected_response": sample.reference} if sample.reference is not None else None
+        )
+        scorer = self.scorer
+        if isinstance(scorer, BuiltinScorer):
+            scorer = scorer.build(dict(options or {}))
+        value = await asyncio.to_thread(
+            scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations
+        )
+        return self.read(value)
+
+    def read(self, value: Any) -> MetricResult:
+        """A scorer's return value (a Feedback, a list of them, or a bare value) as a result."""
+        if isinstance(value, list):
+            if len(value) != 1:
+                raise MetricError(
+                    f"scorer '{self.name}' returned {len(value)} feedbacks; ragexp takes a "
+                    "scorer that returns one"
+                )
+            value = value[0]
+        rationale = None
+        if hasattr(value, "value") and hasattr(value, "rationale"):  # a Feedback
+            error = getattr(value, "error", None)
+            if error is not None:
+                message = getattr(error, "error_message", None) or str(error)
+                raise MetricError(f"scorer '{self.name}': {message}")
+            rationale = value.rationale
+            value = value.value
+        label, score = self._score(value)
+        return MetricResult(score=score, label=label, raw=rationale, parse_ok=True)
+
+    def _score(self, value: Any) -> tuple[str | None, float | None]:
+        if isinstance(value, bool):
+            return ("yes" if value else "no"), float(value)
+        if isinstance(value, int | float):
+            if 0 <= value <= 1:
+                return None, float(value)
+            if str(value) in self.scores:
+                return str(value), self.scores[str(value)]
+            raise MetricError(
+                f"scorer '{self.name}' gave {value!r}, outside [0, 1]; give label_scores to "
+                "map its values to scores"
+            )
+        if value is None:
+            raise MetricError(f"scorer '{self.name}' gave no value")
+        text = str(getattr(value, "value", value))  # a CategoricalRating: its text
+        key = text.strip().lower()
+        return text, self.scores.get(key, YES_NO.get(key))
+
+
+def import_scorer(target: str) -> Any:
+    """The scorer at ``module:attr`` (a ``@scorer`` function or a ``Scorer`` instance);
+    `ValueError`, one line, when it cannot be imported or is no MLflow scorer."""
+    import importlib
+
+    module_name, _, attr = target.partition(":")
+    if not attr and module_name.isidentifier():
+        return builtin_scorer(module_name)
+    if not module_name or not attr:
+        raise ValueError(
+            f"mlflow:{target}: give the scorer as mlflow:module:attr, e.g. "
+            "mlflow:mypkg.scorers:long_answer, or a built-in by name (mlflow:RelevanceToQuery)"
+        )
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"mlflow:{target}: cannot import it ({type(exc).__name__}: {exc})"
+        ) from None
+    from mlflow.genai.scorers import Scorer
+
+    if not isinstance(found, Scorer):  # a built-in's class is given by name, not by path
+        raise ValueError(
+            f"mlflow:{target}: {type(found).__name__} is no MLflow scorer; decorate the function "
+            "with @mlflow.genai.scorers.scorer"
+        )
+    return found
+
+
+class BuiltinScorer:
+    """One of MLflow's built-in scorers by name, built on its first case from the metric's
+    ``metric_options`` (``model``, ``pattern``...) as keyword arguments."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+        field = cls.model_fields.get("name")
+        self.name = str(field.default) if field is not None and field.default else cls.__name__
+        self._built: dict[str, Any] = {}
+
+    def build(self, options: Mapping[str, Any]) -> Any:
+        """The scorer for these options (built once); `MetricError` naming what is wrong."""
+        key = repr(sorted(options.items()))
+        if key not in self._built:
+            try:
+                self._built[key] = self.cls(**options)
+            except Exception as exc:  # pydantic's or MLflow's refusal, in one line
+                first = str(exc).splitlines()
+                raise MetricError(
+                    f"mlflow:{self.cls.__name__}: metric_options.{self.name} cannot build it "
+                    f"({' '.join(line.strip() for line in first[:3])})"
+                ) from None
+        return self._built[key]
+
+
+def builtin_scorer(name: str) -> BuiltinScorer:
+    """MLflow's built-in scorer ``name`` (``RelevanceToQuery``), checked against the installed
+    MLflow: a name it does not have is one line saying which MLflow is installed."""
+    import mlflow
+    import mlflow.genai.scorers as scorers
+
+    cls = getattr(scorers, name, None)
+    if not isinstance(cls, type) or not issubclass(cls, scorers.Scorer) or cls is scorers.Scorer:
+        raise ValueError(
+            f"mlflow:{name}: MLflow {mlflow.__version__} (installed) has no built-in scorer "
+            f"'{name}'; see mlflow.genai.scorers for the ones it has, or upgrade MLflow"
+        )
+    return BuiltinScorer(cls)
+
+
+def _fingerprint(scorer: Any) -> str:
+    """A short hash of the scorer's source (its function's, else its class's), so a changed
+    scorer is a new metric version."""
+    target: Any = getattr(scorer, "_original_func", None) or getattr(scorer, "cls", type(scorer))
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):
+        source = repr(scorer)
+    return hashlib.sha256(source.encode()).hexdigest()[:12]

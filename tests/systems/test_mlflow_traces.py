@@ -1,0 +1,104 @@
+"""``system=mlflow_traces`` through the real command: 20 traces a toy application logged with
+`mlflow.start_span` (a RETRIEVER span each) into a real sqlite store are the run's cases, with no
+cases file; a loopback Ollama-API judge says NO exactly to the answers planted as unsupported;
+afterwards each trace carries ragexp's verdict as an LLM_JUDGE feedback, read back through
+MLflow."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragexp.config.system import SystemConfig
+from ragexp.errors import ConfigError
+from tests.cli_run import OLLAMA_MODELS, run_ragexp
+from tests.ollama_server import FAITHFULNESS_MARK, FakeOllama, default_responder
+from tests.systems.traces_app import PLANTED_NO, fluent_store, log_app_traces
+
+N_TRACES = 20
+
+
+def planted_judge(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    if FAITHFULNESS_MARK in text:
+        return "NO" if PLANTED_NO in text else "YES"
+    return default_responder(model, messages)
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import mlflow
+
+    folder = tmp_path_factory.mktemp("traces")
+    with fluent_store(folder, "toy-app") as uri:
+        logged = log_app_traces(N_TRACES)
+        with mlflow.start_span("health_check") as odd:  # no question: not a case
+            odd.set_inputs({"n": 1})
+            odd.set_outputs({"ok": True})
+    with FakeOllama(models=OLLAMA_MODELS, responder=planted_judge) as server:
+        result = run_ragexp(
+            "system=mlflow_traces", "system.experiment=toy-app", "judge=ollama",
+            "metrics=[faithfulness]", f"tracking.tracking_uri={uri}",
+            "tracking.experiment=ragexp-judged", "hydra.run.dir=run",
+            cwd=folder, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+    return {"folder": folder, "uri": uri, "logged": logged, "odd": odd.trace_id, "result": result}
+
+
+def test_each_trace_is_a_case_and_the_planted_labels_come_back(judged: dict[str, Any]) -> None:
+    result = judged["result"]
+    assert result.returncode == 0, result.stderr
+    run = judged["folder"] / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["n_cases"], summary["n_errors"]) == (N_TRACES, 0)
+    assert summary["metrics"]["faithfulness"]["label_counts"] == {"YES": 15, "NO": 5}
+    assert summary["metrics"]["faithfulness"]["mean"] == pytest.approx(15 / 20)
+    cases = {c["case_id"]: c for c in map(json.loads, (run / "cases.jsonl").open())}
+    assert set(cases) == set(judged["logged"])  # the trace ids; the health check is none
+    for trace_id, (doc, planted) in judged["logged"].items():
+        case = cases[trace_id]
+        assert [r["doc_id"] for r in case["retrieved"]] == [doc]
+        assert case["metrics"]["faithfulness"]["label"] == ("NO" if planted else "YES")
+    with_reference = [c for c in cases.values() if c["reference"] == "See docs."]
+    assert len(with_reference) == 4  # every fifth trace carries an expected_response
+
+
+def test_each_trace_carries_ragexps_verdict_afterwards(judged: dict[str, Any]) -> None:
+    from mlflow.entities import Feedback
+    from mlflow.tracing.client import TracingClient
+
+    assert (
+        f"wrote {N_TRACES} verdicts back onto {N_TRACES} MLflow traces" in judged["result"].stderr
+    )
+    client = TracingClient(judged["uri"])
+    for trace_id, (_, planted) in judged["logged"].items():
+        [feedback] = [
+            a for a in client.get_trace(trace_id).info.assessments
+            if isinstance(a, Feedback) and a.name == "faithfulness"
+        ]  # fmt: skip
+        assert feedback.value == ("NO" if planted else "YES")
+        assert feedback.metadata["score"] == ("0.0" if planted else "1.0")
+        assert feedback.source.source_type == "LLM_JUDGE"
+        assert feedback.source.source_id == "qwen2.5:7b"
+        assert feedback.rationale == ("NO" if planted else "YES")
+    odd = client.get_trace(judged["odd"]).info.assessments
+    assert not [a for a in odd if isinstance(a, Feedback)]
+    assert "1 trace(s) hold no question in their request" in judged["result"].stderr
+
+
+def test_an_experiment_is_needed_and_one_that_is_not_there_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragexp.systems.mlflow_traces import experiment_of, load_traces
+
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    with pytest.raises(ConfigError, match=r"^system.experiment: system=mlflow_traces needs"):
+        experiment_of(SystemConfig(kind="mlflow_traces"))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-env")
+    assert experiment_of(SystemConfig(kind="mlflow_traces")) == "from-env"
+    with pytest.raises(ConfigError, match=r"^system.experiment: no experiment 'from-env' at "):
+        load_traces(SystemConfig(kind="mlflow_traces"), f"sqlite:///{tmp_path / 'm.db'}")
