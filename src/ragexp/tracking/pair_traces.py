@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ragexp.results.case import LLMCall
 from ragexp.tracking import names
 from ragexp.tracking.records import CaseTrace, log_traces
-from ragexp.tracking.traces import _call_end, _dumps, _metadata, _SpanBuilder, _usage
+from ragexp.tracking.traces import SpanBuilder, call_end, chat_usage, json_value, span_metadata
 
 PAIR_TAG = "ragexp.pairwise.case_id"
 ORDERS = ("A shown first", "B shown first")
@@ -29,10 +29,10 @@ class PairCalls:
 
 def pair_trace(pair: PairCalls, experiment_id: str, run_id: str) -> CaseTrace:
     """The trace of one pair in ``experiment_id``, linked to MLflow run ``run_id``."""
-    builder = _SpanBuilder()
+    builder = SpanBuilder()
     calls = (pair.forward, pair.swapped)
     start = min(call.start_ns for call in calls)
-    end = max([start, *(_call_end(call) for call in calls)])
+    end = max([start, *(call_end(call) for call in calls)])
     name = f"pairwise {pair.case_id}"
     inputs = {"question": pair.question}
     outputs = {
@@ -43,12 +43,12 @@ def pair_trace(pair: PairCalls, experiment_id: str, run_id: str) -> CaseTrace:
     root = builder.span(name, "CHAIN", None, start, end, inputs, outputs, {"case_id": pair.case_id})
     usages = []
     for order, call in zip(ORDERS, calls, strict=True):
-        usage = _usage(call)
+        usage = chat_usage(call)
         usages += [usage] if usage else []
         attributes = {"model": call.model, "model_id": call.model_id, "cached": call.cached}
         attributes |= {names.SPAN_CHAT_USAGE: usage} if usage else {}
         builder.span(
-            f"judge: {order}", "LLM", root, call.start_ns, _call_end(call),
+            f"judge: {order}", "LLM", root, call.start_ns, call_end(call),
             {"prompt": call.prompt}, {"reply": call.text}, attributes,
         )  # fmt: skip
     return CaseTrace(
@@ -57,9 +57,9 @@ def pair_trace(pair: PairCalls, experiment_id: str, run_id: str) -> CaseTrace:
         request_time=start // 1_000_000,
         execution_duration=(end - start) // 1_000_000,
         state="OK",
-        request_preview=_dumps(inputs),
-        response_preview=_dumps(outputs),
-        metadata={names.TRACE_SOURCE_RUN: run_id, **_metadata(inputs, outputs, usages)},
+        request_preview=json_value(inputs),
+        response_preview=json_value(outputs),
+        metadata={names.TRACE_SOURCE_RUN: run_id, **span_metadata(inputs, outputs, usages)},
         tags={
             names.TRACE_NAME: name,
             names.SPANS_LOCATION: names.SPANS_IN_TRACKING_STORE,

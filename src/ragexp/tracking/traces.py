@@ -36,10 +36,10 @@ def case_record(case: CaseResult, config: RunConfig) -> CaseRecord:
 def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
     """The trace of one finished case, in no experiment and no run yet: its writer places it
     (`CaseTrace.stamped`)."""
-    builder = _SpanBuilder()
+    builder = SpanBuilder()
     calls = case.llm_calls()
     start = case.retrieve_ns[0] if case.retrieve_ns else min((c.start_ns for c in calls), default=0)
-    end = max([start, *(case.retrieve_ns or ()), *(_call_end(call) for call in calls)])
+    end = max([start, *(case.retrieve_ns or ()), *(call_end(call) for call in calls)])
     name = f"case {case.case_id}"
     inputs = {"question": case.question}
     outputs = {"answer": case.answer, "error": case.error}
@@ -55,9 +55,9 @@ def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
         request_time=start // 1_000_000,
         execution_duration=(end - start) // 1_000_000,
         state="ERROR" if case.error else "OK",
-        request_preview=_dumps(inputs),
-        response_preview=_dumps(outputs),
-        metadata=_metadata(inputs, outputs, usages),
+        request_preview=json_value(inputs),
+        response_preview=json_value(outputs),
+        metadata=span_metadata(inputs, outputs, usages),
         tags={
             names.TRACE_NAME: name,
             names.SPANS_LOCATION: names.SPANS_IN_TRACKING_STORE,
@@ -70,7 +70,7 @@ def case_trace(case: CaseResult, config: RunConfig) -> CaseTrace:
 
 
 def _child_spans(
-    builder: _SpanBuilder,
+    builder: SpanBuilder,
     root: bytes,
     case: CaseResult,
     calls: list[LLMCall],
@@ -97,7 +97,7 @@ def _child_spans(
 
 
 def _juror_span(
-    builder: _SpanBuilder,
+    builder: SpanBuilder,
     root: bytes,
     metric: str,
     verdict: JurorVerdict,
@@ -106,7 +106,7 @@ def _juror_span(
     """One juror's verdict on the answer (``judge.panel``), its calls under it."""
     calls = verdict.llm_calls
     start = min((c.start_ns for c in calls), default=0)
-    end = max((_call_end(c) for c in calls), default=start)
+    end = max((call_end(c) for c in calls), default=start)
     span = builder.span(
         f"juror {verdict.model}: {metric}", "EVALUATOR", root, start, end,
         {"metric": metric},
@@ -119,7 +119,7 @@ def _juror_span(
 
 
 def _call_spans(
-    builder: _SpanBuilder, parent: bytes, calls: list[LLMCall], usages: list[dict[str, int]]
+    builder: SpanBuilder, parent: bytes, calls: list[LLMCall], usages: list[dict[str, int]]
 ) -> None:
     """One span per call under ``parent``; the calls' token usages go to ``usages``."""
     for call in calls:
@@ -128,12 +128,12 @@ def _call_spans(
             "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
             "cached": call.cached,
         }  # fmt: skip
-        if (usage := _usage(call)) is not None:
+        if (usage := chat_usage(call)) is not None:
             attributes[names.SPAN_CHAT_USAGE] = usage
             usages.append(usage)
         builder.span(
             call.role, _SPAN_TYPES.get(call.role, "LLM"), parent,
-            call.start_ns, _call_end(call), {"prompt": call.prompt}, {"text": call.text},
+            call.start_ns, call_end(call), {"prompt": call.prompt}, {"text": call.text},
             attributes,
         )  # fmt: skip
 
@@ -142,18 +142,18 @@ _SPAN_TYPES = {"generate": "CHAT_MODEL", "system": "CHAIN"}
 """A call's span type by its role: ragexp's generator, another system's call, else a judge's."""
 
 
-def _metadata(inputs: Any, outputs: Any, usages: list[dict[str, int]]) -> dict[str, str]:
+def span_metadata(inputs: Any, outputs: Any, usages: list[dict[str, int]]) -> dict[str, str]:
     """The trace's metadata: its schema, inputs and outputs, and its total token usage (its run
     is added by `CaseTrace.stamped`)."""
     metadata = {
         names.TRACE_SCHEMA_VERSION_KEY: str(names.TRACE_SCHEMA_VERSION),
-        names.TRACE_INPUTS: _dumps(inputs),
-        names.TRACE_OUTPUTS: _dumps(outputs),
+        names.TRACE_INPUTS: json_value(inputs),
+        names.TRACE_OUTPUTS: json_value(outputs),
     }
     if usages:
         # The trace's total, which `start_trace` stores as given (MLflow's tracer sums the spans'
         # usage the same way). Cached calls count: their tokens are the ones behind this answer.
-        metadata[names.TRACE_TOKEN_USAGE] = _dumps(
+        metadata[names.TRACE_TOKEN_USAGE] = json_value(
             {key: sum(usage[key] for usage in usages) for key in usages[0]}
         )
     return metadata
@@ -178,7 +178,7 @@ def _assessments(case: CaseResult, config: RunConfig) -> list[Assessment]:
     return assessments + human_feedback(case)
 
 
-class _SpanBuilder:
+class SpanBuilder:
     """Spans of one trace, in MLflow's serialised form (`Span.from_dict`)."""
 
     def __init__(self) -> None:
@@ -202,11 +202,11 @@ class _SpanBuilder:
         """Add one span; returns its id, to parent others."""
         span_id = secrets.token_bytes(8)
         encoded = {
-            names.SPAN_TRACE_ID: _dumps(self.trace_id),
-            names.SPAN_TYPE: _dumps(span_type),
-            names.SPAN_INPUTS: _dumps(inputs),
-            names.SPAN_OUTPUTS: _dumps(outputs),
-            **{key: _dumps(value) for key, value in attributes.items()},
+            names.SPAN_TRACE_ID: json_value(self.trace_id),
+            names.SPAN_TYPE: json_value(span_type),
+            names.SPAN_INPUTS: json_value(inputs),
+            names.SPAN_OUTPUTS: json_value(outputs),
+            **{key: json_value(value) for key, value in attributes.items()},
         }
         self.spans.append(
             {
@@ -228,7 +228,7 @@ class _SpanBuilder:
         return span_id
 
 
-def _usage(call: LLMCall) -> dict[str, int] | None:
+def chat_usage(call: LLMCall) -> dict[str, int] | None:
     """The call's tokens as MLflow's chat usage; None unless the backend reported both counts
     (a total over half the counts would mislead)."""
     if call.prompt_tokens is None or call.completion_tokens is None:
@@ -240,7 +240,7 @@ def _usage(call: LLMCall) -> dict[str, int] | None:
     }
 
 
-def _call_end(call: LLMCall) -> int:
+def call_end(call: LLMCall) -> int:
     """A cached call ends where it starts: it took no time in this run."""
     return call.start_ns + (0 if call.cached else int(call.latency_s * 1e9))
 
@@ -249,7 +249,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 """`json.dumps` with these options builds an encoder per call; a trace makes about 60 calls."""
 
 
-def _dumps(value: Any) -> str:
+def json_value(value: Any) -> str:
     return _JSON.encode(value)
 
 
