@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from ragexp.config.llm import JudgeConfig
-from ragexp.config.schema import CacheConfig, CompareConfig, SweepSettings
+from ragexp.config.schema import CompareConfig, SweepSettings
+from ragexp.config.tracking import CacheConfig
 from ragexp.results.files import strict_json
 from ragexp.stats.ranking import summarize_sweep
 from ragexp.sweep.finish import pairwise_terminal, with_pairwise

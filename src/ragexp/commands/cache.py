@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ragexp.config.schema import CacheConfig
+from ragexp.config.tracking import CacheConfig
 from ragexp.llm.cache import CACHE_FILE, cache_info, prune
 
 

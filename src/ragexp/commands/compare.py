@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragexp.config.schema import CompareConfig, TrackingConfig
+from ragexp.config.schema import CompareConfig
+from ragexp.config.tracking import TrackingConfig
 from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.plugins.manager import registry
 from ragexp.reporting.compare import noise_notes, render, to_json

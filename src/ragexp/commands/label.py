@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragexp.config.schema import TrackingConfig
+from ragexp.config.tracking import TrackingConfig
 from ragexp.errors import RagexpError, fail
 from ragexp.labels.draw import DEFAULT_SEED, Drawn, Target, draw, find_target, sample_name
 from ragexp.labels.sheet import read_sheet, sheet_rows, write_sheet

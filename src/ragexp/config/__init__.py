@@ -4,7 +4,6 @@ the system under test in `system`), metric options (`options`), one-line validat
 
 from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig
 from ragexp.config.schema import (
-    CacheConfig,
     CompareConfig,
     DatasetConfig,
     GateConfig,
@@ -13,10 +12,10 @@ from ragexp.config.schema import (
     RetrieverConfig,
     RunConfig,
     RunOptions,
-    TrackingConfig,
     primary_metric,
 )
 from ragexp.config.system import SystemConfig
+from ragexp.config.tracking import CacheConfig, TrackingConfig
 from ragexp.config.validate import validate_config
 
 __all__ = [

@@ -5,7 +5,6 @@ metrics) are checked against what the plugin manager registered, passed in as `K
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig, StrictModel, check_known
 from ragexp.config.options import check_options, dump_options
 from ragexp.config.system import SystemConfig
+from ragexp.config.tracking import (
+    CacheConfig,
+    TrackingConfig,
+)
 from ragexp.errors import ConfigError
 
 
@@ -108,55 +111,6 @@ class DatasetConfig(StrictModel):
 
 DEFAULT_MARGIN = 0.02
 """A not-worse-than gate's tolerance when none is given: 2 points."""
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-DEFAULT_EXPERIMENT = "ragexp"
-
-
-URI_ENV = "MLFLOW_TRACKING_URI"
-EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
-
-
-class TrackingConfig(StrictModel):
-    """Where runs are logged, by MLflow's conventions: the config's value when given, else
-    `MLFLOW_TRACKING_URI` / `MLFLOW_EXPERIMENT_NAME` when set (as every MLflow tool reads them),
-    else sqlite:///mlflow.db and ``ragexp``. The one source of these rules: ``conf/config.yaml``
-    leaves the keys empty, and every command that reads MLflow asks `uri` and
-    `experiment_name`."""
-
-    enabled: bool = True
-    tracking_uri: str | None = None
-    """The MLflow tracking store; not given: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in
-    the working directory."""
-    experiment: str | None = None
-    """The MLflow experiment; not given: $MLFLOW_EXPERIMENT_NAME, else ragexp."""
-
-    def uri(self) -> str:
-        return self.tracking_uri or os.environ.get(URI_ENV, "").strip() or DEFAULT_TRACKING_URI
-
-    def experiment_name(self) -> str:
-        return self.experiment or os.environ.get(EXPERIMENT_ENV, "").strip() or DEFAULT_EXPERIMENT
-
-    def uri_source(self) -> str:
-        """Why the store is `uri`: ``tracking.tracking_uri``, ``$MLFLOW_TRACKING_URI`` or
-        ``the default``."""
-        if self.tracking_uri:
-            return "tracking.tracking_uri"
-        return f"${URI_ENV}" if os.environ.get(URI_ENV, "").strip() else "the default"
-
-    def experiment_source(self) -> str:
-        if self.experiment:
-            return "tracking.experiment"
-        return f"${EXPERIMENT_ENV}" if os.environ.get(EXPERIMENT_ENV, "").strip() else "the default"
-
-
-class CacheConfig(StrictModel):
-    """ragexp's cache of LLM calls (see ``ragexp.llm.cache``)."""
-
-    dir: Path = Path(".ragexp-cache")
-    """Folder of the cache file, relative to the working directory."""
-    mode: Literal["readwrite", "read", "refresh", "off"] = "readwrite"
-    """`readwrite`: use and add entries; `read`: use, add none; `refresh`: make every call again
-    and store it; `off`: no cache."""
 
 
 class GateConfig(BaseModel):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragexp.config.schema import GateConfig, TrackingConfig
+from ragexp.config.schema import GateConfig
+from ragexp.config.tracking import TrackingConfig
 from ragexp.reporting.wording import too_few_units
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases

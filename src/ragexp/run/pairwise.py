@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragexp.config.llm import JudgeConfig
-from ragexp.config.schema import CacheConfig, RunConfig
+from ragexp.config.schema import RunConfig
+from ragexp.config.tracking import CacheConfig
 from ragexp.errors import ConfigError
 from ragexp.llm.cache import CallCache
 from ragexp.llm.calls import recorded_call

@@ -20,8 +20,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragexp.config.schema import EXPERIMENT_ENV, RunConfig
+from ragexp.config.schema import RunConfig
 from ragexp.config.system import SystemConfig
+from ragexp.config.tracking import EXPERIMENT_ENV
 from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import ConfigError, RagexpWarning, SystemFailed, first_line
 from ragexp.results.case import RetrievedChunk
