@@ -340,6 +340,9 @@ class FakeOllama:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
+    request_queue_size = 128
+    """socketserver's default backlog is 5: a run with concurrency 16 on a loaded machine had
+    connections refused, each a failed call where a test counts every verdict."""
     fake: FakeOllama
 
     def handle_error(self, request: Any, client_address: Any) -> None:

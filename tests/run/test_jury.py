@@ -133,6 +133,8 @@ def test_independent_jurors_carry_three_votes_and_beat_their_best(
 
 def test_jurors_with_the_same_mistakes_carry_fewer_votes(world: World) -> None:
     cases = labelled(world.run(world.config(n=25, **{"judge.panel": TWINS})))
+    failed = [v.error for c in cases for v in c.metrics["faithfulness"].jurors if v.error]
+    assert not failed, failed  # every juror's vote counts in the numbers below
     numbers = jury_card(cases, "faithfulness")
     assert numbers is not None
     # the twins' mistakes correlate 1, each twin's and solo's 0: ρ̄ = 1/3, 3 / (1 + 2/3) = 1.8
