@@ -71,6 +71,10 @@ def test_the_runs_fit_orders_the_jurors_and_labels_the_cases(
     assert ds_right >= N - 8
     assert [r["score"] for r in jury] == [SCORE[r["label"]] for r in jury]
     assert m["mean"] == pytest.approx(np.mean([r["score"] for r in jury]))
+    report = (tmp_path / "cli/report.md").read_text()
+    assert "| accuracy (Dawid–Skene) |" in report
+    row = next(line for line in report.splitlines() if line.startswith("| `acc-75` |"))
+    assert row.endswith(f" {accuracy['acc-75']:.0%} |")
 
 
 HIDDEN = (
