@@ -4,6 +4,7 @@ verdict is one line naming the key."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -59,7 +60,6 @@ def test_without_a_panel_the_judge_is_its_one_juror_unchanged() -> None:
         ({"panel": ["a:1b"]}, "judge.panel: a panel needs at least 2 jurors"),
         ({"panel": ["a:1b", "b:1b", "a:1b"]}, "judge.panel: 'a:1b' is listed twice"),
         ({"panel": ["a:1b", "b:1b"], "quorum": 3}, "judge.quorum: 3 is more than the 2 jurors"),
-        ({"aggregate": "dawid_skene"}, "judge.aggregate: dawid_skene is not available"),
         ({"aggregate": "vote"}, "judge.aggregate: Input should be 'majority', 'mean', 'median'"),
         ({"panel": ["a:1b", {"model": "b", "modle": 1}]}, "judge.panel.1.modle: unknown key"),
     ],
@@ -69,6 +69,23 @@ def test_a_panel_that_cannot_decide_is_one_line(values: dict[str, Any], message:
         judged(**values)
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
+
+
+def test_dawid_skene_is_accepted_with_crowd_kit_installed() -> None:
+    assert judged(panel=["a:1b", "b:1b", "c:1b"], aggregate="dawid_skene").aggregate == (
+        "dawid_skene"
+    )
+
+
+def test_dawid_skene_without_crowd_kit_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "crowdkit", None)  # what an import finds when it is absent
+    with pytest.raises(ConfigError) as caught:
+        judged(panel=["a:1b", "b:1b"], aggregate="dawid_skene")
+    assert str(caught.value) == (
+        "judge.aggregate=dawid_skene needs crowd-kit: pip install 'ragexp[jury]'"
+    )
 
 
 def test_a_panel_self_judges_when_one_of_its_jurors_is_the_generator() -> None:

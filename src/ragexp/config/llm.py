@@ -3,6 +3,7 @@ Ollama host as Ollama's own client reads ``OLLAMA_HOST``, an API key named, neve
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -186,6 +187,16 @@ def ollama_host_url(host: str) -> str:
 JURY_KEYS = frozenset({"repeats", "panel", "aggregate", "quorum"})
 """The judge's keys that are not an endpoint's: how often and by whom an answer is judged."""
 Aggregate = Literal["majority", "mean", "median", "dawid_skene"]
+DAWID_SKENE_NEEDS = "judge.aggregate=dawid_skene needs crowd-kit: pip install 'ragexp[jury]'"
+"""The line when ``judge.aggregate=dawid_skene`` is asked for without its optional extra."""
+
+
+def _crowd_kit_installed() -> bool:
+    """Whether ``crowdkit`` can be imported, without importing it (it takes seconds)."""
+    try:
+        return importlib.util.find_spec("crowdkit") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class JudgeConfig(LLMConfig):
@@ -199,8 +210,9 @@ class JudgeConfig(LLMConfig):
     a judge entry of its own (``{model: x, backend: openai, base_url: ...}``, keys not given
     taken from the judge). Empty: ``model`` alone judges. docs/juries.md."""
     aggregate: Aggregate = "majority"
-    """How the jurors' verdicts on one answer make the jury's: the most common label, or the
-    mean or median of their scores."""
+    """How the jurors' verdicts on one answer make the jury's: the most common label, the
+    mean or median of their scores, or Dawid–Skene fitted on the run's answers (the optional
+    extra ``ragexp[jury]``)."""
     quorum: int | None = Field(None, ge=1)
     """The fewest jurors whose verdicts make the jury's (a juror that fails or does not parse
     casts none); default: a majority of the panel."""
@@ -240,12 +252,8 @@ class JudgeConfig(LLMConfig):
             raise ValueError(
                 f"judge.quorum: {self.quorum} is more than the {n} jurors of judge.panel"
             )
-        if self.aggregate == "dawid_skene":
-            raise ValueError(
-                "judge.aggregate: dawid_skene is not available (crowd-kit, its maintained "
-                "implementation, needs transformers and huggingface-hub); use majority, mean "
-                "or median"
-            )
+        if self.aggregate == "dawid_skene" and not _crowd_kit_installed():
+            raise ValueError(DAWID_SKENE_NEEDS)
         return self
 
     def jurors(self) -> list[LLMConfig]:

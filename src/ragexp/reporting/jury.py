@@ -98,6 +98,9 @@ def _juror_table(jury: JurySummary, agreement: dict[str, float | None]) -> list[
     rule = "| --- | --- | --- | --- | --- | --- | --- |"
     if agreement:
         head, rule = head + " agreement with people |", rule + " --- |"
+    fitted = jury.dawid_skene
+    if fitted is not None:
+        head, rule = head + " accuracy (Dawid–Skene) |", rule + " --- |"
     rows = []
     for j in jury.jurors:
         row = (
@@ -106,5 +109,7 @@ def _juror_table(jury: JurySummary, agreement: dict[str, float | None]) -> list[
         )
         if agreement:
             row += f" {pct(agreement.get(j.model))} |"
+        if fitted is not None:
+            row += f" {pct(fitted.get(j.model))} |"
         rows.append(row)
     return [head, rule, *rows]

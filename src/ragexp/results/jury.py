@@ -42,6 +42,9 @@ class JurySummary(BaseModel):
     """Krippendorff's alpha (ordinal) among the jurors' verdicts, over every answer; None when
     undefined (fewer than two answers with two verdicts, or no variation)."""
     jurors: list[JurorSummary] = Field(default_factory=list)
+    dawid_skene: dict[str, float] | None = None
+    """With ``judge.aggregate=dawid_skene``: each juror's accuracy as Dawid–Skene estimates it
+    from the run's answers (no human labels needed)."""
 
 
 class JurorCard(BaseModel):

@@ -35,10 +35,11 @@ from ragexp.results.files import CaseLog, JobRecord, write_outputs
 from ragexp.results.summary import MetricSource, Summary
 from ragexp.run.failure import run_failure
 from ragexp.run.gate import baseline_cases, gate_failures, gate_tag, noninferiority
-from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels
+from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels, vocabularies
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
+from ragexp.stats.dawid_skene import dawid_skene_verdicts
 from ragexp.stats.summarize import cost, summarize
 from ragexp.tracking.run import RunRecord, outcome_tags, run_tags
 from ragexp.tracking.tracker import Tracker
@@ -284,7 +285,15 @@ def _gates(run: Run, cases: list[CaseResult], summary: Summary) -> list[str]:
 def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary:
     """The run's summary, with its warnings, the metrics' sources and each metric's reading of
     its own mean (an optional capability of the metric)."""
+    accuracies = {}
+    if run.config.judge.panel and run.config.judge.aggregate == "dawid_skene":
+        vocab = vocabularies(run.registry, run.config.metrics)
+        accuracies = dawid_skene_verdicts(outcome.cases, vocab)  # cases.jsonl is rewritten
     summary = summarize(outcome.cases, run.config.metrics, n_planned=len(run.dataset.cases))
+    for name, accuracy in accuracies.items():
+        jury = summary.metrics[name].jury if name in summary.metrics else None
+        if jury is not None:
+            jury.dawid_skene = accuracy
     summary.warnings = list(dict.fromkeys(seen_warnings))
     summary.sources = run.sources
     summary.cost = cost(outcome.cases, outcome.wall_s)

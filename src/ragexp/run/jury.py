@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from ragexp.config.llm import JudgeConfig
 from ragexp.llm.endpoint import Endpoint
 from ragexp.results.case import Judgement, JurorVerdict, LLMCall, MetricResult
 from ragexp.results.jury import BELOW_QUORUM
-from ragexp.stats.jury import Method, Vote, aggregate
+from ragexp.stats.jury import Vote, aggregate
 
 
 @dataclass
@@ -88,7 +87,9 @@ def jury_result(verdicts: Sequence[JurorVerdict], judge: JudgeConfig) -> MetricR
                 f"fewer than judge.quorum={quorum}{why}"
             ),
         )
-    verdict = aggregate(votes, cast(Method, judge.aggregate))  # dawid_skene: refused at config
+    # dawid_skene needs every case: the majority until the run's fit rewrites it (conclude)
+    method = "majority" if judge.aggregate == "dawid_skene" else judge.aggregate
+    verdict = aggregate(votes, method)
     shown = " · ".join(f"{v.model}: {_outcome(v)}" for v in verdicts)
     raw = f"jury ({judge.aggregate} of {len(votes)} of {len(verdicts)}): {shown}"
     return MetricResult(score=verdict.score, label=verdict.label, raw=raw, parse_ok=True)
