@@ -30,7 +30,9 @@ FOR_A = {f"c{i:02d}" for i in range(N) if i % 10 in (0, 5)}
 FIRST = {f"c{i:02d}" for i in range(N) if i % 20 == 1}
 """The judge picks the answer shown first: inconsistent."""
 SCORE = {"b": 1.0, "tie": 0.5, "a": 0.0}
-LABELLED = sorted(np.random.default_rng(7).choice(sorted(TRUTH), size=30, replace=False))
+LABELLED = sorted(
+    str(c) for c in np.random.default_rng(7).choice(sorted(TRUTH), size=30, replace=False)
+)
 _SECTION = re.compile(r"^ANSWER (?P<pos>[AB]):\n(?P<answer>.*?)\n\n", re.DOTALL | re.MULTILINE)
 _CASE = re.compile(r"case (c\d\d)")
 
@@ -142,7 +144,7 @@ def test_pair_labels_without_pairwise_and_a_bad_label_are_one_line(
     )
     argv = world["argv"]
     for args, message in [
-        (argv[:2] + ["--labels", argv[4]], "pair labels (of two answers) are read by --pairwise"),
+        ([*argv[:2], "--labels", argv[4]], "pair labels (of two answers) are read by --pairwise"),
         ([*argv[:4], str(bad), *argv[5:]], f"{bad}:1: label: "),
     ]:
         with pytest.raises(SystemExit) as exit_:
