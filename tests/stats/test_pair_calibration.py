@@ -79,7 +79,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         (root / run / "cases.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in cases))
         runs[run] = {c.case_id: c for c in cases}
     labels = root / "pair-labels.jsonl"
-    labels.write_text("".join(_label(runs["A"][c], runs["B"][c]) for c in LABELLED))
+    stale = _case(1, "C")  # c01 with another answer than B's: the label is not B's, never used
+    labels.write_text(
+        "".join(_label(runs["A"][c], runs["B"][c]) for c in LABELLED)
+        + _label(runs["A"]["c01"], stale)
+    )
     with FakeOllama(models=["qwen2.5:7b"], responder=judge_for_a) as server:
         yield {
             "argv": [str(root / "A"), str(root / "B"), "--pairwise", "--labels", str(labels),
@@ -99,7 +103,7 @@ def test_the_corrected_win_rate_moves_toward_the_truth_and_covers_it(
     pairwise = json.loads(_compare([*world["argv"], "--format", "json"], capsys))["pairwise"]
     human = pairwise["human"]
     assert pairwise["win_rate"] == pytest.approx((21 + 3) / 57)  # the judge's own: biased
-    assert human["n_labels"] == 30
+    assert human["n_labels"] == 30 and human["stale_labels"] == 1
     decided = [c for c in LABELLED if c not in FIRST]
     agreed = [c for c in decided if c not in FOR_A]
     assert human["compared"] == len(decided) and human["undecided"] == len(LABELLED) - len(decided)
