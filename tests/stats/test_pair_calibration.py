@@ -156,3 +156,15 @@ def test_pair_labels_without_pairwise_and_a_bad_label_are_one_line(
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_a_folder_of_pair_labels_is_read_and_its_single_labels_beside_them_too(
+    world: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pair-labels-ana.jsonl").write_text(Path(world["argv"][4]).read_text())
+    argv = [*world["argv"][:4], str(tmp_path), *world["argv"][5:], "--format", "json"]
+    assert json.loads(_compare(argv, capsys))["pairwise"]["human"]["n_labels"] == 30
+    (tmp_path / "labels.jsonl").write_text("")  # single-answer labels beside: read as well
+    assert json.loads(_compare(argv, capsys))["pairwise"]["human"]["n_labels"] == 30
+    plain = json.loads(_compare([*argv[:2], "--labels", str(tmp_path), "--format", "json"], capsys))
+    assert "pairwise" not in plain  # without --pairwise the pair labels are not read

@@ -146,17 +146,17 @@ def _apply_labels(
     ``--pairwise``) their pair labels, returned."""
     if args.labels is None:
         return None
-    if is_pair_labels(args.labels):
-        if not args.pairwise:
-            raise ConfigError(
-                f"--labels {args.labels}: pair labels (of two answers) are read by --pairwise; "
-                "add --pairwise, or give a labels file of single answers"
-            )
-        if args.labels.is_file() or not any(args.labels.glob("labels*.jsonl")):
-            return read_pair_labels(args.labels)
-        pairs: list[PairLabel] | None = read_pair_labels(args.labels)
-    else:
-        pairs = [] if args.pairwise else None
+    path: Path = args.labels
+    pairs_here = is_pair_labels(path)
+    singles_here = any(path.glob("labels*.jsonl")) if path.is_dir() else not pairs_here
+    if pairs_here and not singles_here and not args.pairwise:
+        raise ConfigError(
+            f"--labels {path}: pair labels (of two answers) are read by --pairwise; add "
+            "--pairwise, or give a labels file of single answers"
+        )
+    pairs = read_pair_labels(path) if pairs_here and args.pairwise else None
+    if not singles_here:
+        return pairs
     vocab = vocabularies(registry(), list(registry().metrics))
     index = LabelIndex(read_labels(args.labels, vocab), vocab)
     for case in [*cases_a, *cases_b]:
