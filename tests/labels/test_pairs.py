@@ -126,6 +126,7 @@ def test_bad_pair_arguments_are_one_line(
         ([a, "--pairwise"], "to label pairs give two run dirs and --pairwise"),
         ([a, b], "to label pairs give two run dirs and --pairwise"),
         ([a, str(runs[0].parent / "nope"), "--pairwise"], "nope: no such folder"),
+        ([a, b, "--pairwise"], "reads one key per pair from a terminal"),  # stdin: not a tty
     ]:
         with pytest.raises(SystemExit) as exit_:
             label.run(label.parse(argv))
