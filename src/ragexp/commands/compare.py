@@ -17,15 +17,18 @@ from ragexp.plugins.manager import registry
 from ragexp.reporting.compare import noise_notes, render, to_json
 from ragexp.reporting.pairwise import render as pairwise_render
 from ragexp.reporting.pairwise import to_json as pairwise_json
+from ragexp.reporting.pairwise_human import human_json, human_lines
 from ragexp.reporting.wording import SELF_JUDGE_NAMED
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases, read_sources, read_summary
 from ragexp.results.labels import LabelIndex, read_labels
+from ragexp.results.pair_labels import PairLabel, is_pair_labels, pair_scores, read_pair_labels
 from ragexp.results.summary import Cost
 from ragexp.run.labels import vocabularies
 from ragexp.run.pairwise import PairwiseJudging, compare_pairwise
 from ragexp.run.provenance import case_version_differences, differences
 from ragexp.stats import ALPHA
+from ragexp.stats.pair_calibration import HumanPairwise, human_pairwise
 from ragexp.stats.paired import compare_cases
 from ragexp.stats.pairwise import PairwiseResult
 from ragexp.stats.power import comparison_power
@@ -60,7 +63,9 @@ def parser() -> argparse.ArgumentParser:
         "--labels",
         type=Path,
         help="human labels (a labels JSONL file or a folder of them): compare the means "
-        "corrected for the judge's bias where both runs have labels",
+        "corrected for the judge's bias where both runs have labels; with --pairwise, pair "
+        "labels (`ragexp label A B --pairwise`): the judge's agreement with people and the "
+        "corrected win rate of B",
     )
     parser.add_argument(
         "--effect",
@@ -90,13 +95,10 @@ def run(args: argparse.Namespace) -> int:
         run_a = locate(args.a, tracking.uri(), tracking.experiment_name())
         run_b = locate(args.b, tracking.uri(), tracking.experiment_name())
         cases_a, cases_b = read_cases(run_a.cases_path), read_cases(run_b.cases_path)
-        if args.labels is not None:
-            vocab = vocabularies(registry(), list(registry().metrics))
-            index = LabelIndex(read_labels(args.labels, vocab), vocab)
-            for case in [*cases_a, *cases_b]:
-                index.apply(case)
+        pair_labels = _apply_labels(args, cases_a, cases_b)
         comparisons = compare_cases(cases_a, cases_b, args.metric)
         pairwise = _pairwise(args, cases_a, cases_b)
+        human = _human(pairwise[1], pair_labels, cases_a, cases_b) if pairwise else None
     except RagexpError as exc:
         fail(exc)
     name_a = args.a + (SELF_JUDGE_NAMED if run_a.self_judge else "")
@@ -117,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         data.update(effect=args.effect, cost={"a": _dump(costs[0]), "b": _dump(costs[1])})
         if pairwise is not None:
             data["pairwise"] = _logged(pairwise, run_b, args.a, tracking.uri())
+            if human is not None:
+                data["pairwise"]["human"] = human_json(*human)
         print(json.dumps({**data, "not_scored_alike": unlike}, indent=2))
         return 0
     text = render(
@@ -131,8 +135,48 @@ def run(args: argparse.Namespace) -> int:
             result, judge=judging.judge_model, calls_made=judging.calls_made,
             calls_cached=judging.calls_cached, markdown=args.format == "md",
         )  # fmt: skip
+        text += human_lines(*human, markdown=args.format == "md") if human is not None else ""
     print(text + noise_notes(cases_a, cases_b, comparisons) + warning, end="")
     return 0
+
+
+def _apply_labels(
+    args: argparse.Namespace, cases_a: list[CaseResult], cases_b: list[CaseResult]
+) -> list[PairLabel] | None:
+    """``--labels``: people's labels of single answers applied to the cases, or (with
+    ``--pairwise``) their pair labels, returned."""
+    if args.labels is None:
+        return None
+    path: Path = args.labels
+    pairs_here = is_pair_labels(path)
+    singles_here = any(path.glob("labels*.jsonl")) if path.is_dir() else not pairs_here
+    if pairs_here and not singles_here and not args.pairwise:
+        raise ConfigError(
+            f"--labels {path}: pair labels (of two answers) are read by --pairwise; add "
+            "--pairwise, or give a labels file of single answers"
+        )
+    pairs = read_pair_labels(path) if pairs_here and args.pairwise else None
+    if not singles_here:
+        return pairs
+    vocab = vocabularies(registry(), list(registry().metrics))
+    index = LabelIndex(read_labels(args.labels, vocab), vocab)
+    for case in [*cases_a, *cases_b]:
+        index.apply(case)
+    return pairs
+
+
+def _human(
+    result: PairwiseResult,
+    labels: list[PairLabel] | None,
+    a: list[CaseResult],
+    b: list[CaseResult],
+) -> tuple[HumanPairwise, int] | None:
+    """People's pair labels against the judge, and how many labels named other answers."""
+    if labels is None:
+        return None
+    answers = [{c.case_id: c.answer for c in cases if c.answer is not None} for cases in (a, b)]
+    scores, stale = pair_scores(labels, answers[0], answers[1])
+    return human_pairwise(result, scores), stale
 
 
 def _logged(

@@ -1,12 +1,16 @@
 """``ragexp label``: people's labels of a run's or a sweep's answers, three ways in.
 
     ragexp label RUN_OR_SWEEP [--n 30] [--seed 0] [--out FILE] [--labeler NAME]   # in the terminal
+    ragexp label RUN_A RUN_B --pairwise [--n 30] [--seed 0] [--out FILE] [--labeler NAME]
     ragexp label export RUN_OR_SWEEP [--n 30] [--seed 0] [--out FILE.csv] [--with-judge]
     ragexp label import FILE [--out labels.jsonl]
     ragexp label pull RUN_OR_SWEEP [--out FILE] [--tracking-uri URI] [--experiment NAME]
 
 The answers are drawn uniformly at random per job, seeded (the corrected means assume a random
 sample); labels go to ``labels.jsonl`` in the run or sweep dir, which ``labels=PATH`` reads.
+With ``--pairwise``, people say which of two runs' answers is better (`ragexp.labels.pairs`);
+those go to ``pair-labels.jsonl`` in run B's dir, which ``ragexp compare A B --pairwise
+--labels FILE`` reads.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragexp.config.tracking import TrackingConfig
-from ragexp.errors import RagexpError, fail
+from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.labels.draw import DEFAULT_SEED, Drawn, Target, draw, find_target, sample_name
+from ragexp.labels.pairs import draw_pairs, label_pairs_in_terminal, pair_sample_name
 from ragexp.labels.sheet import read_sheet, sheet_rows, write_sheet
 from ragexp.labels.terminal import label_in_terminal
 from ragexp.plugins.manager import registry
@@ -30,6 +35,7 @@ from ragexp.results.labels import (
     append_labels,
     read_labels,
 )
+from ragexp.results.pair_labels import PAIR_LABELS_FILE
 from ragexp.run.labels import vocabularies
 from ragexp.stats.calibration import DEFAULT_LABELS
 from ragexp.tracking.assessments import pull_labels
@@ -50,6 +56,14 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("target", metavar="RUN_OR_SWEEP", help="a run dir or a sweep dir")
         p.add_argument("--n", type=int, default=DEFAULT_LABELS, help="answers per job")
         p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the draw's seed")
+    terminal.add_argument(
+        "other", nargs="?", metavar="RUN_B", help="with --pairwise: run B's dir (A is the first)"
+    )
+    terminal.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="label pairs: which of RUN_A's and RUN_B's answers is better (a / b / t)",
+    )
     terminal.add_argument("--out", type=Path, help="labels file (default: labels.jsonl there)")
     terminal.add_argument("--labeler", default=_user(), help="your name on each label")
     export.add_argument("--out", type=Path, help="sheet (default: labels-sheet.csv there)")
@@ -87,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         vocab = vocabularies(registry(), list(registry().metrics))
         if args.action == "import":
             return _import(args.file, args.out or args.file.parent / LABELS_FILE, vocab)
+        if args.action == "terminal" and (args.pairwise or args.other):
+            return _pairs(args)
         target = find_target(args.target)
         if args.action == "pull":
             return _pull(target, args, vocab)
@@ -104,6 +120,35 @@ def run(args: argparse.Namespace) -> int:
         return 0
     except RagexpError as exc:
         fail(exc)
+
+
+def _pairs(args: argparse.Namespace) -> int:
+    """``ragexp label RUN_A RUN_B --pairwise``: people's labels of pairs, in the terminal."""
+    if not (args.pairwise and args.other):
+        raise ConfigError(
+            "to label pairs give two run dirs and --pairwise (`ragexp label RUN_A RUN_B "
+            "--pairwise`); to label one run's answers give one run dir"
+        )
+    runs = [find_target(ref) for ref in (args.target, args.other)]
+    for ref, target in zip((args.target, args.other), runs, strict=True):
+        if len(target.jobs) != 1:
+            raise ConfigError(f"{ref}: a sweep dir; --pairwise labels two run dirs, give those")
+    pairs = draw_pairs(runs[0].jobs[0].cases, runs[1].jobs[0].cases, args.n, args.seed)
+    if not pairs:
+        raise ConfigError(
+            f"{args.target} and {args.other}: no case both runs answered; give two runs of the "
+            "same golden set"
+        )
+    out = args.out or runs[1].home / PAIR_LABELS_FILE
+    label_pairs_in_terminal(
+        pairs, names=(args.target, args.other), out=out,
+        sample=pair_sample_name(args.seed, args.n), labeler=args.labeler,
+    )  # fmt: skip
+    print(
+        f"ragexp: use them with `ragexp compare {args.target} {args.other} --pairwise "
+        f"--labels {out}`"
+    )
+    return 0
 
 
 def _metrics(target: Target, vocab: Vocabularies) -> list[str]:
