@@ -24,13 +24,11 @@ from ragexp.errors import ConfigError
 from ragexp.labels.draw import DEFAULT_SEED
 from ragexp.labels.terminal import RESERVED, SHOWN_CHUNK, cbreak, printable
 from ragexp.results.case import CaseResult
-from ragexp.results.labels import answer_sha256
+from ragexp.results.labels import answer_sha256, append_labels, write_labels
 from ragexp.results.pair_labels import (
     PairChoice,
     PairLabel,
-    append_pair_labels,
     read_pair_labels,
-    write_pair_labels,
 )
 
 KEYS: dict[str, PairChoice] = {"a": "a", "b": "b", "t": "tie"}
@@ -101,7 +99,7 @@ def label_pairs_in_terminal(
             elif given == "u":
                 if session:
                     session.pop()
-                    write_pair_labels(out, have + session)
+                    write_labels(out, have + session)
                     position = asked_at.pop()
             else:
                 case_id, sha_a, sha_b = pair.key()
@@ -109,7 +107,7 @@ def label_pairs_in_terminal(
                     case_id=case_id, answer_a_sha256=sha_a, answer_b_sha256=sha_b,
                     label=KEYS[given], labeler=labeler, sample=sample,
                 )  # fmt: skip
-                append_pair_labels(out, [label])
+                append_labels(out, [label])
                 session.append(label)
                 asked_at.append(position)
                 position += 1

@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -141,7 +141,13 @@ def json_lines(path: Path, lines: Sequence[str]) -> Iterator[tuple[str, Any]]:
             raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from None
 
 
-def append_labels(path: Path, labels: Iterable[HumanLabel]) -> int:
+class Line(Protocol):
+    """A label that is one line of its file (`HumanLabel`, a pair label)."""
+
+    def line(self) -> str: ...
+
+
+def append_labels(path: Path, labels: Iterable[Line]) -> int:
     """Add labels to a labels file (created if missing); returns how many were written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -152,7 +158,7 @@ def append_labels(path: Path, labels: Iterable[HumanLabel]) -> int:
     return n
 
 
-def write_labels(path: Path, labels: Sequence[HumanLabel]) -> None:
+def write_labels(path: Path, labels: Sequence[Line]) -> None:
     """Write a labels file anew (the terminal labeller's undo)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(label.line() for label in labels), encoding="utf-8")

@@ -13,7 +13,7 @@ applies to a comparison whose A and B gave exactly those answers, never to anoth
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -100,23 +100,6 @@ def _parse(row: object, where: str) -> PairLabel:
         where_in = ".".join(map(str, err["loc"]))
         hint = " (a, b or tie)" if where_in == "label" else ""
         raise ConfigError(f"{where}: {where_in}: {err['msg']}{hint}") from None
-
-
-def append_pair_labels(path: Path, labels: Iterable[PairLabel]) -> int:
-    """Add labels to a pair-labels file (created if missing); returns how many were written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with path.open("a", encoding="utf-8") as fh:
-        for label in labels:
-            fh.write(label.line())
-            n += 1
-    return n
-
-
-def write_pair_labels(path: Path, labels: Sequence[PairLabel]) -> None:
-    """Write a pair-labels file anew (the labeller's undo)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(label.line() for label in labels), encoding="utf-8")
 
 
 def pair_scores(
