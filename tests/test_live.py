@@ -67,3 +67,30 @@ def test_two_cases_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["n_cases"] == 2 and summary["status"] == "finished"
     assert summary["calls"]["generate"]["made"] + summary["calls"]["generate"]["cached"] == 2
+
+
+def test_claims_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
+    """``faithfulness_claims`` with a real judge: the schema goes to Ollama as ``format``, so
+    every reply parses; each case lists its claims, each with a verdict."""
+    result = run_ragexp(
+        "llm=ollama",
+        f"generator.model={MODEL}",
+        f"judge.model={MODEL}",
+        "metrics=[faithfulness_claims]",
+        "dataset.limit=2",
+        "tracking.enabled=false",
+        "hydra.run.dir=outputs/claims",
+        cwd=tmp_path,
+        env={"OLLAMA_HOST": ollama},
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr
+    run_dir = tmp_path / "outputs/claims"
+    cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    for case in cases:
+        metric = case["metrics"]["faithfulness_claims"]
+        assert metric["error"] is None and metric["parse_ok"], metric
+        claims = metric["details"]["claims"]
+        assert claims or metric["label"] == "NO_CLAIMS"
+        assert all(isinstance(row["supported"], bool) for row in claims)
+    assert "Claims (faithfulness_claims)" in (run_dir / "report.md").read_text()
