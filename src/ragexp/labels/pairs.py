@@ -22,9 +22,9 @@ from typing import TextIO
 
 from ragexp.errors import ConfigError
 from ragexp.labels.draw import DEFAULT_SEED
-from ragexp.labels.terminal import RESERVED, SHOWN_CHUNK, cbreak, printable
+from ragexp.labels.terminal import RESERVED, SHOWN_CHUNK, ask_in_turn, cbreak, printable
 from ragexp.results.case import CaseResult
-from ragexp.results.labels import answer_sha256, append_labels, write_labels
+from ragexp.results.labels import answer_sha256
 from ragexp.results.pair_labels import (
     PairChoice,
     PairLabel,
@@ -84,33 +84,22 @@ def label_pairs_in_terminal(
     have = read_pair_labels(out) if out.exists() else []
     done = {label.key() for label in have}
     todo = [p for p in pairs if p.key() not in done]
-    session: list[PairLabel] = []
-    asked_at: list[int] = []
-    position = 0
+
+    def show(pair: DrawnPair, session: Sequence[PairLabel]) -> None:
+        _show(stdout, pair, len(pairs) - len(todo) + len(session), len(pairs), names)
+
+    def ask(pair: DrawnPair, read_key: Callable[[], str]) -> PairLabel | str:
+        given = _ask(stdout, read_key)
+        if given in RESERVED:
+            return given
+        case_id, sha_a, sha_b = pair.key()
+        return PairLabel(
+            case_id=case_id, answer_a_sha256=sha_a, answer_b_sha256=sha_b,
+            label=KEYS[given], labeler=labeler, sample=sample,
+        )  # fmt: skip
+
     with cbreak(stdin) as read_key:
-        while position < len(todo):
-            pair = todo[position]
-            _show(stdout, pair, len(pairs) - len(todo) + len(session), len(pairs), names)
-            given = _ask(stdout, read_key)
-            if given == "q":
-                break
-            if given == "s":
-                position += 1
-            elif given == "u":
-                if session:
-                    session.pop()
-                    write_labels(out, have + session)
-                    position = asked_at.pop()
-            else:
-                case_id, sha_a, sha_b = pair.key()
-                label = PairLabel(
-                    case_id=case_id, answer_a_sha256=sha_a, answer_b_sha256=sha_b,
-                    label=KEYS[given], labeler=labeler, sample=sample,
-                )  # fmt: skip
-                append_labels(out, [label])
-                session.append(label)
-                asked_at.append(position)
-                position += 1
+        session = ask_in_turn(todo, have, out, show, lambda pair: ask(pair, read_key))
     total = len(have) + len(session)
     print(f"\nragexp: {total} pair labels in {out} ({len(session)} this session)", file=stdout)
     return total

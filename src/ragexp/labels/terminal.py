@@ -16,13 +16,14 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from ragexp.errors import ConfigError
 from ragexp.labels.claims import ask_claims, claims_label, claims_to_mark
 from ragexp.labels.draw import Drawn, Target
 from ragexp.results.labels import (
     HumanLabel,
+    Line,
     Vocabularies,
     answer_sha256,
     append_labels,
@@ -32,6 +33,8 @@ from ragexp.results.labels import (
 from ragexp.stats.calibration import case_scores, labels_needed
 
 RESERVED = {"s": "skip", "u": "undo", "q": "quit"}
+T = TypeVar("T")
+L = TypeVar("L", bound=Line)
 SHOWN_CHUNK = 400
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Characters that reorder the text around them on screen (the "Trojan Source" trick)."""
@@ -113,38 +116,62 @@ def label_in_terminal(
     done = {label.key() for label in have}
     tasks = [Task(d, m) for d in drawn for m in vocabularies if m in d.case.metrics]
     todo = [t for t in tasks if t.key() not in done]
-    session: list[HumanLabel] = []
-    asked_at: list[int] = []
-    """The position each label of this session was given at (where undo goes back to)."""
-    position = 0
+
+    def show(task: Task, session: Sequence[HumanLabel]) -> None:
+        labelled = len(tasks) - len(todo) + len(session)
+        _show(stdout, task, labelled, tasks, target, [*have, *session], primary, vocabularies)
+
+    def ask(task: Task, read_key: Callable[[], str]) -> HumanLabel | str:
+        given = _label_of(stdout, read_key, task, vocabularies[task.metric])
+        if isinstance(given, str):
+            return given
+        return HumanLabel(
+            case_id=task.item.case.case_id, answer_sha256=task.item.answer_sha256,
+            metric=task.metric, label=given[0], labeler=labeler, sample=sample,
+            claims=given[1],
+        )  # fmt: skip
+
     with cbreak(stdin) as read_key:
-        while position < len(todo):
-            task = todo[position]
-            labelled = len(tasks) - len(todo) + len(session)
-            _show(stdout, task, labelled, tasks, target, have + session, primary, vocabularies)
-            given = _label_of(stdout, read_key, task, vocabularies[task.metric])
-            if given == "q":
-                break
-            if given == "s":
-                position += 1
-            elif given == "u":
-                if session:
-                    session.pop()
-                    write_labels(out, have + session)
-                    position = asked_at.pop()
-            elif not isinstance(given, str):
-                label = HumanLabel(
-                    case_id=task.item.case.case_id, answer_sha256=task.item.answer_sha256,
-                    metric=task.metric, label=given[0], labeler=labeler, sample=sample,
-                    claims=given[1],
-                )  # fmt: skip
-                append_labels(out, [label])
-                session.append(label)
-                asked_at.append(position)
-                position += 1
+        session = ask_in_turn(todo, have, out, show, lambda task: ask(task, read_key))
     total = len(have) + len(session)
     print(f"\nragexp: {total} labels in {out} ({len(session)} this session)", file=stdout)
     return total
+
+
+def ask_in_turn(
+    todo: Sequence[T],
+    have: Sequence[L],
+    out: Path,
+    show: Callable[[T, Sequence[L]], None],
+    ask: Callable[[T], L | str],
+) -> list[L]:
+    """The labelling session's loop: show each item of ``todo`` and ask for its label, written
+    to ``out`` (which holds ``have``) the moment it is given; ``s`` skips, ``u`` takes back the
+    last label of this session and asks its item again, ``q`` ends. Returns the session's
+    labels."""
+    session: list[L] = []
+    asked_at: list[int] = []
+    """The position each label of this session was given at (where undo goes back to)."""
+    position = 0
+    while position < len(todo):
+        item = todo[position]
+        show(item, session)
+        given = ask(item)
+        if given == "q":
+            break
+        if given == "s":
+            position += 1
+        elif given == "u":
+            if session:
+                session.pop()
+                write_labels(out, [*have, *session])
+                position = asked_at.pop()
+        elif not isinstance(given, str):
+            append_labels(out, [given])
+            session.append(given)
+            asked_at.append(position)
+            position += 1
+    return session
 
 
 def _label_of(
