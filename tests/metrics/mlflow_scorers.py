@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow.entities import Feedback
+from mlflow.entities import Document, Feedback, SpanType, Trace
 from mlflow.genai.scorers import scorer
 
 
@@ -28,3 +28,12 @@ def fails_on_free(outputs: str) -> Feedback:
 
 
 not_a_scorer = len
+
+
+@scorer
+def retrieved_docs(trace: Trace) -> Feedback:
+    """How many documents the trace's RETRIEVER spans hold (a tenth each), their doc_uri as
+    the rationale."""
+    docs = [d for s in trace.search_spans(span_type=SpanType.RETRIEVER) for d in s.outputs or []]
+    uris = [str(Document(**d).metadata["doc_uri"]) for d in docs]
+    return Feedback(value=len(docs) / 10, rationale=",".join(uris))

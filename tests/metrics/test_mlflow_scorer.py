@@ -120,3 +120,41 @@ def test_a_builtin_scorer_by_name_takes_its_metric_options(tmp_path: Path) -> No
     assert summarize(list(cases.values()), config.metrics).metrics[
         "regex_match"
     ].mean == pytest.approx(2 / 6)
+
+
+def test_a_scorer_that_reads_a_trace_gets_the_cases_retrieved_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``@scorer`` with a ``trace`` parameter sees each case's chunks, no more and no fewer,
+    as a RETRIEVER span's Documents; the trace is built in memory: no store is opened, so no
+    stray trace lands in the user's experiment (``$MLFLOW_TRACKING_URI``) or ``./mlruns``."""
+    world = make_world(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "user.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+    planted = {"c1": ["fees.md"], "c2": ["fees.md", "pets.md"], "c3": []}
+    planted |= {"c4": ["pets.md", "shuttle.md", "permits.md"], "c5": ["shuttle.md"]}
+    planted |= {"c6": ["fees.md", "permits.md", "pets.md", "shuttle.md"]}
+    rows = [
+        {"case_id": c, "answer": "x", "contexts": [{"text": DOCS[d], "doc_id": d} for d in docs]}
+        for c, docs in planted.items()
+    ]
+    (world / "answers.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    reg = load_plugins([])
+    raw = {
+        **valid_raw(),
+        "dataset": {"name": "w", "cases": str(world / "cases.jsonl")},
+        "metrics": [f"{MODULE}:retrieved_docs"],
+        "metric_options": {},
+        "system": {"kind": "answers", "path": str(world / "answers.jsonl")},
+        "cache": {"dir": str(world / "cache"), "mode": "off"},
+    }
+    cases = {
+        c.case_id: c.metrics["retrieved_docs"] for c in _run(reg, validate_config(raw, reg.known()))
+    }
+    assert {c: r.score for c, r in cases.items()} == {
+        "c1": 0.1, "c2": 0.2, "c3": 0.0, "c4": 0.3, "c5": 0.1, "c6": 0.4,
+    }  # fmt: skip
+    assert cases["c4"].raw == "pets.md,shuttle.md,permits.md"
+    assert cases["c6"].raw == "fees.md,permits.md,pets.md,shuttle.md"
+    assert not store.exists() and not (tmp_path / "mlruns").exists()

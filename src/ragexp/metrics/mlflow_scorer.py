@@ -8,7 +8,8 @@ A ``Feedback`` (or a bare value) maps to a score: ``True``/``yes`` 1, ``False``/
 in [0, 1] as it is, another label (``CategoricalRating`` values, a grade) its text as the label
 and no score unless ``label_scores`` gives one; the rationale is the raw text; a
 ``Feedback.error`` is the case's metric error. The scorer runs in a worker thread (it may call
-its own LLM). Scorers that read a trace are not given one (docs/mlflow.md says what is untested).
+its own LLM). A scorer that reads a trace (a ``trace`` parameter) gets the case's, built in memory
+(`ragexp.metrics.mlflow_trace`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from ragexp.errors import MetricError
 from ragexp.metrics.interface import Sample
+from ragexp.metrics.mlflow_trace import case_trace, takes_trace
 from ragexp.results.case import MetricResult
 
 YES_NO = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0}
@@ -51,8 +53,9 @@ class ScorerMetric:
         scorer = self.scorer
         if isinstance(scorer, BuiltinScorer):
             scorer = scorer.build(dict(options or {}))
+        trace = case_trace(sample) if takes_trace(scorer) else None
         value = await asyncio.to_thread(
-            scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations
+            scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations, trace=trace
         )
         return self.read(value)
 
