@@ -22,6 +22,7 @@ from typing import Any
 
 from ragexp.errors import MetricError
 from ragexp.metrics.interface import Sample
+from ragexp.metrics.mlflow_builtin import builtin_options, check_model_reachable
 from ragexp.metrics.mlflow_trace import case_trace, takes_trace
 from ragexp.results.case import MetricResult
 
@@ -44,6 +45,8 @@ class ScorerMetric:
         self.name = name or str(getattr(scorer, "name", None) or type(scorer).__name__)
         self.version = f"mlflow-scorer:{_fingerprint(scorer)}"
         self.scores = {k.lower(): float(v) for k, v in (label_scores or {}).items()}
+        if isinstance(scorer, BuiltinScorer):
+            self.Options = scorer.options  # metric_options.<name>.*, checked with the config
 
     async def score(self, sample: Sample, judge: Any, options: Any) -> MetricResult:
         inputs = {"question": sample.question, "contexts": [c.text for c in sample.contexts]}
@@ -52,7 +55,7 @@ class ScorerMetric:
         )
         scorer = self.scorer
         if isinstance(scorer, BuiltinScorer):
-            scorer = scorer.build(dict(options or {}))
+            scorer = scorer.build(dict(options or {}))  # checked with the config: no error here
         trace = case_trace(sample) if takes_trace(scorer) else None
         value = await asyncio.to_thread(
             scorer.run, inputs=inputs, outputs=sample.answer, expectations=expectations, trace=trace
@@ -128,26 +131,33 @@ def import_scorer(target: str) -> Any:
 
 
 class BuiltinScorer:
-    """One of MLflow's built-in scorers by name, built on its first case from the metric's
-    ``metric_options`` (``model``, ``pattern``...) as keyword arguments."""
+    """One of MLflow's built-in scorers by name, built from the metric's ``metric_options``
+    (``model``, ``pattern``...) as keyword arguments. Its ``Options`` (one field per argument
+    the scorer's class takes) are checked when the config is, so an argument it refuses, a
+    required one left out or a model that needs a package not installed is one line before any
+    LLM call (`ragexp.metrics.mlflow_builtin`)."""
 
     def __init__(self, cls: type[Any]) -> None:
         self.cls = cls
         field = cls.model_fields.get("name")
         self.name = str(field.default) if field is not None and field.default else cls.__name__
+        self.options = builtin_options(self)
         self._built: dict[str, Any] = {}
 
     def build(self, options: Mapping[str, Any]) -> Any:
-        """The scorer for these options (built once); `MetricError` naming what is wrong."""
-        key = repr(sorted(options.items()))
+        """The scorer for these options (the ones given: None is MLflow's default), built once;
+        `ValueError`, one line naming what MLflow refused and the arguments it takes."""
+        given = {k: v for k, v in options.items() if v is not None}
+        key = repr(sorted(given.items()))
         if key not in self._built:
+            check_model_reachable(self, given.get("model"))
             try:
-                self._built[key] = self.cls(**options)
+                self._built[key] = self.cls(**given)
             except Exception as exc:  # pydantic's or MLflow's refusal, in one line
-                first = str(exc).splitlines()
-                raise MetricError(
-                    f"mlflow:{self.cls.__name__}: metric_options.{self.name} cannot build it "
-                    f"({' '.join(line.strip() for line in first[:3])})"
+                first = " ".join(line.strip() for line in str(exc).splitlines()[:3])
+                raise ValueError(
+                    f"mlflow:{self.cls.__name__} refused {', '.join(given) or 'no arguments'} "
+                    f"({first}); it takes {', '.join(self.options.model_fields)}"
                 ) from None
         return self._built[key]
 

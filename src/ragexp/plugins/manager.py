@@ -16,7 +16,7 @@ import importlib
 import importlib.util
 import os
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -91,7 +91,7 @@ class Registry:
             backends=frozenset(self.backends),
             retrievers=frozenset(self.retrievers),
             metrics=frozenset(self.metrics),
-            options={name: options_model(metric) for name, metric in self.metrics.items()},
+            options=MetricOptions(self.metrics),
             explain_metric=lambda name: unknown_metric_hint(name, self),
             resolve_metric=self.resolve_metric,
             systems=frozenset(self.systems),
@@ -128,6 +128,24 @@ class Registry:
                     RagexpWarning,
                     stacklevel=2,
                 )
+
+
+class MetricOptions(Mapping[str, Any]):
+    """Metric name -> its ``Options`` model, read from the registry when asked: a metric given
+    by reference (``mlflow:RelevanceToQuery``), registered while the config's ``metrics`` are
+    checked, has its options checked too."""
+
+    def __init__(self, metrics: Mapping[str, Metric]) -> None:
+        self.metrics = metrics
+
+    def __getitem__(self, name: str) -> Any:
+        return options_model(self.metrics[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        return len(self.metrics)
 
 
 def new_manager() -> pluggy.PluginManager:
