@@ -102,3 +102,56 @@ def test_an_experiment_is_needed_and_one_that_is_not_there_is_one_line(
     assert experiment_of(SystemConfig(kind="mlflow_traces")) == "from-env"
     with pytest.raises(ConfigError, match=r"^system.experiment: no experiment 'from-env' at "):
         load_traces(SystemConfig(kind="mlflow_traces"), f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_a_rerun_replaces_ragexps_feedback_and_leaves_the_rest(
+    judged: dict[str, Any], tmp_path: Path
+) -> None:
+    """A second run's verdicts (its judge answering the other way) written onto the same traces,
+    here a copy of the judged store: one ragexp feedback per trace, the second run's; a
+    person's label and MLflow's own judge's feedback under the same name are left alone."""
+    import shutil
+
+    from mlflow.entities import AssessmentSource, Feedback
+    from mlflow.tracing.client import TracingClient
+
+    from ragexp.results.case import CaseResult, LLMCall
+    from ragexp.tracking.verdicts import write_verdicts
+
+    shutil.copy(judged["folder"] / "mlflow.db", tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = TracingClient(uri)
+    first = next(iter(judged["logged"]))
+    others = [
+        Feedback(name="faithfulness", value="NO", source=AssessmentSource("HUMAN", "ana")),
+        Feedback(name="faithfulness", value="yes", source=AssessmentSource("LLM_JUDGE", "openai:/x")),
+    ]  # fmt: skip
+    for other in others:
+        client.log_assessment(first, other)
+    cases = [
+        CaseResult.model_validate_json(line)
+        for line in (judged["folder"] / "run" / "cases.jsonl").open()
+    ]
+    flipped = {"YES": ("NO", 0.0), "NO": ("YES", 1.0)}
+    for case in cases:
+        old = case.metrics["faithfulness"]
+        label, score = flipped[old.label or ""]
+        call = LLMCall(
+            role="judge", backend="ollama", model="qwen2.5:7b", model_id="d", text=label,
+            latency_s=0.1, start_ns=0,
+        )  # fmt: skip
+        changes = {"label": label, "score": score, "raw": label, "calls": [call]}
+        case.metrics["faithfulness"] = old.model_copy(update=changes)
+    line = write_verdicts(uri, cases, "qwen2.5:7b")
+    assert line.endswith(
+        f"onto {N_TRACES} MLflow traces at {uri}, replacing {N_TRACES} an earlier run wrote"
+    )
+    for trace_id, (_, planted) in judged["logged"].items():
+        feedback = [
+            (a.source.source_type, a.source.source_id, a.value)
+            for a in client.get_trace(trace_id).info.assessments
+            if isinstance(a, Feedback) and a.name == "faithfulness"
+        ]
+        ours = ("LLM_JUDGE", "qwen2.5:7b", "YES" if planted else "NO")
+        theirs = [("HUMAN", "ana", "NO"), ("LLM_JUDGE", "openai:/x", "yes")]
+        assert sorted(feedback) == sorted([ours, *(theirs if trace_id == first else [])])
