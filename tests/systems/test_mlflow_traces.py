@@ -122,10 +122,11 @@ def test_a_rerun_replaces_ragexps_feedback_and_leaves_the_rest(
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = TracingClient(uri)
     first = next(iter(judged["logged"]))
+    mlflow_judge = AssessmentSource("LLM_JUDGE", "openai:/x")
     others = [
         Feedback(name="faithfulness", value="NO", source=AssessmentSource("HUMAN", "ana")),
-        Feedback(name="faithfulness", value="yes", source=AssessmentSource("LLM_JUDGE", "openai:/x")),
-    ]  # fmt: skip
+        Feedback(name="faithfulness", value="yes", source=mlflow_judge),
+    ]
     for other in others:
         client.log_assessment(first, other)
     cases = [

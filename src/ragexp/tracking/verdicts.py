@@ -71,7 +71,7 @@ def ragexp_feedback(trace: Any, names: set[str]) -> list[str]:
             getattr(assessment, "feedback", None) is not None
             and assessment.name in names
             and source_type in RAGEXP_SOURCES
-            and RAGEXP_METADATA <= set(assessment.metadata or {})
+            and set(assessment.metadata or {}) >= RAGEXP_METADATA
             and assessment.assessment_id
         ):
             found.append(str(assessment.assessment_id))
