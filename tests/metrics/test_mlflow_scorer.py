@@ -14,6 +14,7 @@ from ragexp.config.validate import validate_config
 from ragexp.errors import ConfigError
 from ragexp.metrics.mlflow_scorer import ScorerMetric
 from ragexp.plugins.manager import load_plugins
+from ragexp.run.provenance import metric_sources
 from ragexp.stats.summarize import summarize
 from tests.config.test_schema import valid_raw
 from tests.systems.test_interface import _run
@@ -45,6 +46,13 @@ def test_scorers_run_as_metrics_named_after_them_with_mean_and_interval(tmp_path
     }
     config = validate_config(raw, reg.known())
     assert config.metrics == ["long_answer", "cites_a_price", "fails_on_free"]
+    import mlflow
+
+    source = metric_sources(reg, config.metrics, config.metric_options)["long_answer"]
+    assert (source.plugin, source.origin()) == (
+        f"{MODULE}:long_answer",
+        f"mlflow {mlflow.__version__}",
+    )
     cases = _run(reg, config)
     summary = summarize(cases, config.metrics)
     long_answer = summary.metrics["long_answer"]

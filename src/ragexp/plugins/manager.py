@@ -114,6 +114,11 @@ class Registry:
             )
         self.metrics[metric.name] = metric
         self.owners[("metrics", metric.name)] = owner
+        if taken is None:  # the run's provenance names MLflow (and its version) as the source
+            import mlflow
+
+            registers = {"metrics": (metric.name,)}
+            self.plugins.append(PluginInfo(reference, "mlflow", mlflow.__version__, (), registers))
         return metric.name
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
