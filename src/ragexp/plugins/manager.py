@@ -117,7 +117,7 @@ class Registry:
         if taken is None:  # the run's provenance names MLflow (and its version) as the source
             import mlflow
 
-            registers = {"metrics": (metric.name,)}
+            registers: dict[str, tuple[str, ...]] = {"metrics": (metric.name,)}
             self.plugins.append(PluginInfo(reference, "mlflow", mlflow.__version__, (), registers))
         return metric.name
 
