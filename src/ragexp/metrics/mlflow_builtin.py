@@ -6,7 +6,8 @@ default). Checking them builds the scorer, so what MLflow refuses (a wrong type,
 
 A model whose provider the installed MLflow's judges reach only through LiteLLM (``ollama:/``
 before MLflow 3.11) is refused the same way when ``litellm`` is not installed, naming the
-``pip install``. See docs/mlflow.md.
+``pip install``, and so is an ``openai:/`` model there without the ``openai`` package (MLflow
+3.6's judges call OpenAI's client). See docs/mlflow.md.
 """
 
 from __future__ import annotations
@@ -65,16 +66,21 @@ def builtin_options(builtin: Builtin) -> type[BuiltinOptions]:
 
 
 def check_model_reachable(builtin: Builtin, model: Any) -> None:
-    """`ValueError`, one line, when ``model`` (``ollama:/qwen2.5:7b``) needs LiteLLM on the
-    installed MLflow and it is not installed."""
+    """`ValueError`, one line, when ``model`` (``ollama:/qwen2.5:7b``) needs a package (LiteLLM,
+    OpenAI's client) on the installed MLflow and it is not installed."""
     import mlflow
 
     if not isinstance(model, str) or ":/" not in model:
         return
     provider = model.split(":/", 1)[0]
-    if provider in NATIVE_PROVIDERS or _version(mlflow.__version__) >= LITELLM_FREE_FROM:
+    if _version(mlflow.__version__) >= LITELLM_FREE_FROM:
         return
-    if importlib.util.find_spec("litellm") is None:
+    if provider == "openai" and importlib.util.find_spec("openai") is None:
+        raise ValueError(
+            f"mlflow:{builtin.cls.__name__} needs `pip install openai` for model {model} on "
+            f"MLflow {mlflow.__version__} (installed): its judges call OpenAI's client"
+        )
+    if provider not in NATIVE_PROVIDERS and importlib.util.find_spec("litellm") is None:
         raise ValueError(
             f"mlflow:{builtin.cls.__name__} needs `pip install litellm` for model {model} on "
             f"MLflow {mlflow.__version__} (installed); or give an openai:/ model with "
