@@ -188,6 +188,18 @@ def test_a_juror_killed_mid_run_leaves_every_case_scored_by_the_quorum(world: Wo
         )
 
 
+def test_each_repeat_keeps_its_jurors_and_is_their_jurys_verdict(world: World) -> None:
+    """``judge.repeats=2``: judgement 2 is the panel's verdict too, each juror's vote kept."""
+    config = world.config(n=10, **{"judge.panel": TWINS, "judge.repeats": 2})
+    for i, case in enumerate(world.run(config)):
+        [repeat] = case.metrics["faithfulness"].repeats
+        assert [(v.model, v.label, v.voted) for v in repeat.jurors] == [
+            (model, says(model, i), True) for model in TWINS
+        ]
+        assert repeat.label == says("twin-a", i)  # the twins outvote solo
+        assert all(v.raw is None for v in repeat.jurors)
+
+
 def test_below_the_quorum_the_case_is_an_error(world: World) -> None:
     config = world.config(n=4, **{"judge.panel": ["ind-1", "flaky"], "judge.quorum": 2})
     results = [c.metrics["faithfulness"] for c in world.run(config)]
