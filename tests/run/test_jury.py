@@ -319,6 +319,15 @@ def test_faithfulness_claims_asks_each_juror_with_its_own_variants(tmp_path: Pat
         verified = sorted(b["model"] for b in _prompts(server, VERIFY_MARK))
         assert verified == sorted(["qwen2.5:7b", "mistral:7b"] * N_CASES)
         assert {b["model"] for b in _prompts(server, EXTRACT_MARK)} == {"llama3.2:3b"}
+        # the extractor's call is the same for both jurors: asked once per case, not twice
+        assert len(_prompts(server, EXTRACT_MARK)) == N_CASES
+        # 1 extraction and 1 verification per juror per case: 3 + 2·3 judge calls, of which
+        # one juror per case was served the other's extraction (a cache hit)
+        judged = len(_prompts(server, EXTRACT_MARK)) + len(_prompts(server, VERIFY_MARK))
+        assert judged == N_CASES + 2 * N_CASES
+        assert [sorted(j.cached for j in c.metrics[METRIC].jurors) for c in outcome.cases] == [
+            [0, 1]
+        ] * N_CASES
         server.clear_requests()
         again = run_claims(reg, _config(reg, server, tmp_path, options, **panel))
         assert server.requests_to("/api/chat") == []
