@@ -25,7 +25,7 @@ PUBLIC = {
     "CaseResult", "MetricResult", "Judgement", "LLMCall", "RetrievedChunk", "Summary",
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
-    "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard",
+    "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

@@ -67,6 +67,7 @@ from ragexp.results import (
     RetrievedChunk,
     SettingLeniency,
     Summary,
+    SweepJury,
 )
 from ragexp.retrieval.base import EndpointFactory, Retriever, RetrieverSpec
 from ragexp.systems.interface import System, SystemAnswer, SystemContext, SystemSpec
@@ -141,6 +142,7 @@ __all__ = [
     "ServerGone",
     "SettingLeniency",
     "Summary",
+    "SweepJury",
     "System",
     "SystemAnswer",
     "SystemConfig",

@@ -242,3 +242,68 @@ def test_a_run_whose_judge_server_dies_midway_finishes_with_every_case_scored(
     for case in cases:
         assert case["error"] is None
         assert all(m["error"] is None and m["score"] is not None for m in case["metrics"].values())
+
+
+class GatedBackend(CountingBackend):
+    """Holds every call until ``gate`` opens; the first ``failures`` calls then fail."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.failures = failures
+
+    async def chat(self, messages: Sequence[Message]) -> Completion:
+        self.chats += 1
+        await self.gate.wait()
+        if self.chats <= self.failures:
+            from ragexp.errors import BackendError
+
+            raise BackendError("planted failure")
+        return Completion(f"answer {self.chats}", 5, 2, 0.01, self.model_id)
+
+
+def _same_call_three_times(backend: GatedBackend, cache: CallCache) -> list[Any]:
+    """Three identical calls at once, on two endpoints of one pool (as two jurors' shared
+    extractor step is), the backend held until all three are asked."""
+    from ragexp.llm.endpoint import EndpointPool
+    from ragexp.llm.interface import BackendSpec
+
+    spec = BackendSpec(name="counting", factory=lambda config: backend)  # type: ignore[arg-type,return-value]
+    config = LLMConfig(backend="counting", model="m", max_attempts=1)
+
+    async def go() -> list[Any]:
+        pool = EndpointPool({"counting": spec}, cache)
+        one, other = pool.get("judge", config), pool.get("judge.panel[1]", config)
+        for endpoint in (one, other):
+            endpoint.model_id = backend.model_id
+        asked = [asyncio.ensure_future(e.chat(MESSAGES)) for e in (one, other, one)]
+        while backend.chats < 1:  # the first is at the server; the others, started in the
+            await asyncio.sleep(0)  # same turn of the loop, wait for it
+        backend.gate.set()
+        return list(await asyncio.gather(*asked, return_exceptions=True))
+
+    return asyncio.run(go())
+
+
+def test_a_call_in_flight_is_not_sent_again(tmp_path: Path) -> None:
+    backend, cache = GatedBackend(), CallCache(tmp_path)
+    try:
+        first, second, third = _same_call_three_times(backend, cache)
+    finally:
+        cache.close()
+    assert backend.chats == 1
+    assert [c.text for c in (first, second, third)] == ["answer 1"] * 3
+    assert [c.cached for c in (first, second, third)] == [False, True, True]
+
+
+def test_when_the_call_in_flight_fails_its_waiters_ask_again(tmp_path: Path) -> None:
+    from ragexp.errors import BackendError
+
+    backend, cache = GatedBackend(failures=1), CallCache(tmp_path)
+    try:
+        first, second, third = _same_call_three_times(backend, cache)
+    finally:
+        cache.close()
+    assert isinstance(first, BackendError)
+    assert backend.chats == 2  # one of the waiters asked again, the other waited for it
+    assert [c.text for c in (second, third)] == ["answer 2"] * 2

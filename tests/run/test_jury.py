@@ -188,6 +188,18 @@ def test_a_juror_killed_mid_run_leaves_every_case_scored_by_the_quorum(world: Wo
         )
 
 
+def test_each_repeat_keeps_its_jurors_and_is_their_jurys_verdict(world: World) -> None:
+    """``judge.repeats=2``: judgement 2 is the panel's verdict too, each juror's vote kept."""
+    config = world.config(n=10, **{"judge.panel": TWINS, "judge.repeats": 2})
+    for i, case in enumerate(world.run(config)):
+        [repeat] = case.metrics["faithfulness"].repeats
+        assert [(v.model, v.label, v.voted) for v in repeat.jurors] == [
+            (model, says(model, i), True) for model in TWINS
+        ]
+        assert repeat.label == says("twin-a", i)  # the twins outvote solo
+        assert all(v.raw is None for v in repeat.jurors)
+
+
 def test_below_the_quorum_the_case_is_an_error(world: World) -> None:
     config = world.config(n=4, **{"judge.panel": ["ind-1", "flaky"], "judge.quorum": 2})
     results = [c.metrics["faithfulness"] for c in world.run(config)]
@@ -307,6 +319,15 @@ def test_faithfulness_claims_asks_each_juror_with_its_own_variants(tmp_path: Pat
         verified = sorted(b["model"] for b in _prompts(server, VERIFY_MARK))
         assert verified == sorted(["qwen2.5:7b", "mistral:7b"] * N_CASES)
         assert {b["model"] for b in _prompts(server, EXTRACT_MARK)} == {"llama3.2:3b"}
+        # the extractor's call is the same for both jurors: asked once per case, not twice
+        assert len(_prompts(server, EXTRACT_MARK)) == N_CASES
+        # 1 extraction and 1 verification per juror per case: 3 + 2·3 judge calls, of which
+        # one juror per case was served the other's extraction (a cache hit)
+        judged = len(_prompts(server, EXTRACT_MARK)) + len(_prompts(server, VERIFY_MARK))
+        assert judged == N_CASES + 2 * N_CASES
+        assert [sorted(j.cached for j in c.metrics[METRIC].jurors) for c in outcome.cases] == [
+            [0, 1]
+        ] * N_CASES
         server.clear_requests()
         again = run_claims(reg, _config(reg, server, tmp_path, options, **panel))
         assert server.requests_to("/api/chat") == []

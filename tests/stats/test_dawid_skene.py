@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.results.case import CaseResult, JurorVerdict, MetricResult
+from ragexp.results.case import CaseResult, Judgement, JurorVerdict, MetricResult
 from ragexp.stats.dawid_skene import DawidSkeneFit, dawid_skene_verdicts, fit_dawid_skene
 
 N = 80
@@ -94,3 +94,43 @@ def test_the_cases_jury_verdicts_are_rewritten_with_the_fits_labels(
         said["acc-95"][i] for i in outvoted
     ]
     assert sum(said["acc-95"][i] == truth[i] for i in outvoted) > len(outvoted) / 2
+
+
+def redrawn(truth: list[str], seed: int) -> dict[str, list[str]]:
+    """The same jurors judging the same answers again: new mistakes, same accuracies."""
+    rng = np.random.default_rng(seed)
+    said = {}
+    for juror, wrong in PLANTED.items():
+        errs = set(rng.choice(N, size=wrong, replace=False).tolist())
+        said[juror] = [FLIP[t] if i in errs else t for i, t in enumerate(truth)]
+    return said
+
+
+def test_every_repeat_of_the_panel_is_aggregated_by_the_same_fit(
+    fitted: tuple[list[str], dict[str, list[str]], DawidSkeneFit],
+) -> None:
+    """``judge.repeats=2``: judgement 2 (its own mistakes) is relabelled by the fit too, so a
+    repeat where the best juror is outvoted sides with it, as judgement 1 does; a repeat below
+    the quorum stays an error."""
+    truth, said, _ = fitted
+    again = redrawn(truth, 32)
+    cases = []
+    for i in range(N):
+        c = case(i, said)
+        label = majority(again, i)
+        jurors = [JurorVerdict(model=j, label=s[i], score=SCORE[s[i]]) for j, s in again.items()]
+        repeat = Judgement(score=SCORE[label], label=label, jurors=jurors)
+        if i == 1:
+            repeat = Judgement(score=None, parse_ok=False, error="JuryError: planted")
+        c.metrics["faithfulness"].repeats = [repeat]
+        cases.append(c)
+    accuracy = dawid_skene_verdicts(cases, {"faithfulness": SCORE})["faithfulness"]
+    assert sorted(accuracy, key=lambda j: -accuracy[j]) == ["acc-95", "acc-75", "acc-55"]
+    repeats = [c.metrics["faithfulness"].repeats[0] for c in cases]
+    assert (repeats[1].label, repeats[1].error) == (None, "JuryError: planted")
+    outvoted = [i for i in range(2, N) if again["acc-95"][i] != majority(again, i)]
+    assert outvoted
+    assert [repeats[i].label for i in outvoted] == [again["acc-95"][i] for i in outvoted]
+    assert all(repeats[i].score == SCORE[str(repeats[i].label)] for i in range(2, N))
+    right = sum(repeats[i].label == truth[i] for i in range(2, N))
+    assert right > sum(majority(again, i) == truth[i] for i in range(2, N))

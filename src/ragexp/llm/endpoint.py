@@ -6,11 +6,16 @@ A pool sends each call to the server with the fewest calls in flight (ties: the 
 server with its own bound; a server that cannot be reached (`BackendUnavailable`, after its
 retries) is taken out with one warning line and the call goes to the next; the last one left
 fails as a single server does. The cache key holds the model's identity, never the server: the
-servers must serve the same build, checked at preflight."""
+servers must serve the same build, checked at preflight.
+
+With the cache on, a call already in flight is not sent again: a second identical call (the
+same key, e.g. the claim extractor's step that every juror of a panel asks) waits for the first
+and is served its reply as a cache hit; if the first fails, the waiters try on their own."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -59,6 +64,8 @@ class Endpoint:
     """Its servers, the first one `backend`; one unless `base_url` is a list."""
     path: str = ""
     """Its config's key path (``judge``), for messages."""
+    flights: dict[str, asyncio.Future[Completion | None]] | None = None
+    """The calls in flight by cache key, shared by the pool's endpoints (None: not shared)."""
 
     def __post_init__(self) -> None:
         if not self._servers:
@@ -119,10 +126,40 @@ class Endpoint:
                 metric_version=metric_version,
                 schema=schema,
             )
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.cached += 1
-                return hit
+            while True:
+                hit = self.cache.get(key)
+                if hit is not None:
+                    self.cached += 1
+                    return hit
+                flight = (self.flights or {}).get(key)
+                if flight is None:
+                    break
+                shared = await asyncio.shield(flight)
+                if shared is not None:  # else the first failed: look again, maybe ask alone
+                    self.cached += 1
+                    return dataclasses.replace(shared, cached=True)
+        if key is None or self.flights is None:
+            return await self._ask(messages, schema, key, role)
+        flight = asyncio.get_running_loop().create_future()
+        self.flights[key] = flight
+        try:
+            completion = await self._ask(messages, schema, key, role)
+        except BaseException:
+            del self.flights[key]
+            flight.set_result(None)
+            raise
+        del self.flights[key]
+        flight.set_result(completion)
+        return completion
+
+    async def _ask(
+        self,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None,
+        key: str | None,
+        role: str,
+    ) -> Completion:
+        """The call on a server, put in the cache under ``key``."""
         if schema is None:  # a backend written before schemas keeps working
             completion = await self._on_a_server(lambda backend: backend.chat(messages))
         else:
@@ -180,6 +217,7 @@ class EndpointPool:
         self.cache = cache
         self._endpoints: dict[tuple[str, LLMConfig], Endpoint] = {}
         self._semaphores: dict[tuple[str, str], asyncio.Semaphore] = {}
+        self._flights: dict[str, asyncio.Future[Completion | None]] = {}
 
     def get(self, path: str, config: LLMConfig) -> Endpoint:
         """The endpoint for ``config`` (``path`` is its key path, used in error messages)."""
@@ -206,7 +244,7 @@ class EndpointPool:
             first = servers[0]
             self._endpoints[key] = Endpoint(
                 first.backend, config, name, first.semaphore, cache=self.cache, _servers=servers,
-                path=path,
+                path=path, flights=self._flights,
             )  # fmt: skip
         return self._endpoints[key]
 

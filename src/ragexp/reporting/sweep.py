@@ -9,6 +9,7 @@ from ragexp.reporting.card import card_markdown, card_terminal, ranking_notes, s
 from ragexp.reporting.cost import cost_section, front_cell, tokens_cell
 from ragexp.reporting.markdown import code, text
 from ragexp.reporting.plot import COST_PLOT_FILE
+from ragexp.reporting.sweep_jury import jury_section, sweep_jury_models
 from ragexp.reporting.wording import (
     SELF_JUDGE_LIST,
     SELF_JUDGE_MARK,
@@ -101,7 +102,7 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
         lines += ["", "## The judge against people", ""]
         for card in cards:
             lines += card_markdown(card)
-    lines += _stability_section(summary)
+    lines += jury_section(summary) + _stability_section(summary)
     failed = [row for row in summary.rows if row.job.error]
     if failed:
         lines += ["", "## Jobs that did not finish", ""]
@@ -219,6 +220,7 @@ def to_json(summary: SweepSummary) -> dict[str, Any]:
         "ranking_basis": summary.ranking_basis,
         "judge_ranks_first": summary.judge_best,
         "judge_card": [card.model_dump() for card in sweep_card_models(summary)],
+        "juries": [jury.model_dump() for jury in sweep_jury_models(summary)],
     }
 
 

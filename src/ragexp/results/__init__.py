@@ -10,7 +10,7 @@ from ragexp.results.case import (
     MetricResult,
     RetrievedChunk,
 )
-from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary
+from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary, SweepJury
 from ragexp.results.summary import (
     CalibratedMean,
     CallCount,
@@ -48,4 +48,5 @@ __all__ = [
     "RetrievedChunk",
     "SettingLeniency",
     "Summary",
+    "SweepJury",
 ]

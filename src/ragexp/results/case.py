@@ -52,15 +52,6 @@ class LLMCall(_Model):
     dropped connection, a 5xx...); 1 for a call served from the cache."""
 
 
-class Judgement(_Model):
-    """A repeated judgement of the same answer (``judge.repeats`` > 1)."""
-
-    score: float | None = None
-    label: str | None = None
-    parse_ok: bool = True
-    error: str | None = None
-
-
 class JurorVerdict(_Model):
     """One juror's verdict on the answer (``judge.panel``): the metric as that juror scored it."""
 
@@ -81,6 +72,17 @@ class JurorVerdict(_Model):
     """Prompt and completion tokens of its calls, where the backend reported them."""
     llm_calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Its calls (kept for traces, not written to cases.jsonl)."""
+
+
+class Judgement(_Model):
+    """A repeated judgement of the same answer (``judge.repeats`` > 1)."""
+
+    score: float | None = None
+    label: str | None = None
+    parse_ok: bool = True
+    error: str | None = None
+    jurors: list[JurorVerdict] = Field(default_factory=list)
+    """With ``judge.panel``, each juror's verdict in this judgement (its ``raw`` left out)."""
 
 
 class AppliedLabel(_Model):

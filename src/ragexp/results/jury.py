@@ -82,3 +82,23 @@ class JuryCard(BaseModel):
     gain_ci_high: float | None = None
     """95% percentile bootstrap interval of the gain, resampling labelled answers."""
     verdict: str
+
+
+class SweepJury(BaseModel):
+    """A sweep's jury line for one metric (its parent ``summary.json`` ``juries[]``): one shared
+    by every job when they all judged with the same panel the same way (its numbers over all
+    their answers), else one per job (that job's own)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    jobs: list[str]
+    """The jobs it covers: every job that used the panel when shared, else one."""
+    shared: bool
+    jurors: list[str]
+    """The panel's models."""
+    alpha: float | None
+    """Krippendorff's alpha among the jurors, over every answer it covers."""
+    card: JuryCard | None = None
+    """With people's labels: is the panel worth it (effective votes, its gain over its best
+    juror with an interval, the verdict)."""

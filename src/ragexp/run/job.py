@@ -41,6 +41,8 @@ from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
 from ragexp.stats.dawid_skene import dawid_skene_verdicts
 from ragexp.stats.summarize import cost, summarize
+from ragexp.tracking.revise import Revision
+from ragexp.tracking.revisions import revisions, verdicts
 from ragexp.tracking.run import RunRecord, outcome_tags, run_tags
 from ragexp.tracking.tracker import Tracker
 from ragexp.tracking.verdicts import write_verdicts
@@ -114,6 +116,8 @@ class Run:
     baseline: list[CaseResult] | None = None
     """The cases of ``gate.baseline``, for the not-worse-than gate."""
     finished: list[CaseResult] = field(default_factory=list)
+    revised: list[Revision] = field(default_factory=list)
+    """Cases queued for MLflow with a verdict the run's end changed (Dawid–Skene's fit)."""
 
 
 def prepare(
@@ -288,7 +292,9 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
     accuracies = {}
     if run.config.judge.panel and run.config.judge.aggregate == "dawid_skene":
         vocab = vocabularies(run.registry, run.config.metrics)
+        before = verdicts(outcome.cases)
         accuracies = dawid_skene_verdicts(outcome.cases, vocab)  # cases.jsonl is rewritten
+        run.revised = revisions(outcome.cases, before, run.config.judge.name())  # and MLflow
     summary = summarize(outcome.cases, run.config.metrics, n_planned=len(run.dataset.cases))
     for name, accuracy in accuracies.items():
         jury = summary.metrics[name].jury if name in summary.metrics else None
@@ -332,6 +338,7 @@ def _log(
         [case.id for case in run.dataset.cases],
         status,
         tags={**outcome_tags(record), **gate},
+        revised=run.revised,
     )
     run.job.mlflow_run_id = run_id
     tracking = run.config.tracking

@@ -33,15 +33,18 @@ Ask = Callable[[Juror, int, list[LLMCall]], Awaitable[MetricResult]]
 
 async def panel_verdict(panel: Sequence[Juror], judge: JudgeConfig, ask: Ask) -> MetricResult:
     """The jury's result: judgement 1's verdict with each juror's, judgements 2..K in
-    ``repeats``, every juror's call in ``calls``."""
+    ``repeats`` (each with its jurors' verdicts), every juror's call in ``calls``."""
     judgements = await asyncio.gather(
         *(_judgement(panel, judge, ask, r) for r in range(judge.repeats))
     )
     (first, jurors), *others = judgements
     repeats = [
-        Judgement(score=o.score, label=o.label, parse_ok=o.parse_ok, error=o.error)
-        for o, _ in others
-    ]
+        Judgement(
+            score=o.score, label=o.label, parse_ok=o.parse_ok, error=o.error,
+            jurors=[v.model_copy(update={"raw": None, "llm_calls": []}) for v in verdicts],
+        )
+        for o, verdicts in others
+    ]  # fmt: skip
     calls = [call for _, verdicts in judgements for v in verdicts for call in v.llm_calls]
     return first.model_copy(update={"jurors": jurors, "repeats": repeats, "calls": calls})
 

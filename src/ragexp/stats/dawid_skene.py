@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragexp.results.case import CaseResult, JurorVerdict, MetricResult
+from ragexp.results.case import CaseResult, Judgement, JurorVerdict, MetricResult
 
 DS_ITERATIONS = 100
 """EM iterations (crowd-kit's default; its fit creeps on to the last one, about 60 ms each for
@@ -69,28 +69,41 @@ def dawid_skene_verdicts(
 ) -> dict[str, dict[str, float]]:
     """Rewrite, in place, the jury's verdict of every case a panel judged with Dawid–Skene's
     label (its score from the metric's label vocabulary in ``vocabularies``, else the score
-    jurors gave with that label); a case below the quorum stays an error. Returns per metric
-    each juror's estimated accuracy."""
+    jurors gave with that label), judgements 2..K (``judge.repeats``) too: one fit per metric
+    on every judgement of every answer, each its own item. A judgement below the quorum stays
+    an error. Returns per metric each juror's estimated accuracy."""
     names = list(dict.fromkeys(n for c in cases for n, r in c.metrics.items() if r.jurors))
     accuracies = {}
     for name in names:
         judged = [(c, r) for c in cases if (r := c.metrics.get(name)) is not None and r.jurors]
-        answers = [
-            [(v.model, vote_key(v)) for v in r.jurors if v.voted and v.score is not None]
-            for _, r in judged
-        ]
-        fit = fit_dawid_skene(answers)
+        items: list[list[MetricResult | Judgement]] = [[r, *r.repeats] for _, r in judged]
+        fit = fit_dawid_skene([_votes(j.jurors) for judgements in items for j in judgements])
         scores = _scores(name, [r for _, r in judged], vocabularies)
-        for (case, result), label in zip(judged, fit.labels, strict=True):
-            if result.error is None and label is not None and label in scores:
-                case.metrics[name] = result.model_copy(
-                    update={
-                        "score": scores[label],
-                        "label": label if result.label is not None else None,
-                    }
-                )
+        labels = iter(fit.labels)
+        for (case, _), judgements in zip(judged, items, strict=True):
+            found = [_refit(j, next(labels), scores) for j in judgements]
+            first, *repeats = found
+            assert isinstance(first, MetricResult)
+            case.metrics[name] = first.model_copy(
+                update={"repeats": [j for j in repeats if isinstance(j, Judgement)]}
+            )
         accuracies[name] = fit.accuracy
     return accuracies
+
+
+def _votes(jurors: Sequence[JurorVerdict]) -> list[tuple[str, str]]:
+    return [(v.model, vote_key(v)) for v in jurors if v.voted and v.score is not None]
+
+
+def _refit(
+    judgement: MetricResult | Judgement, label: str | None, scores: Mapping[str, float]
+) -> MetricResult | Judgement:
+    """``judgement`` with the fit's ``label`` (unchanged when it is an error or unlabelled)."""
+    if judgement.error is not None or label is None or label not in scores:
+        return judgement
+    return judgement.model_copy(
+        update={"score": scores[label], "label": label if judgement.label is not None else None}
+    )
 
 
 def _scores(
@@ -99,7 +112,7 @@ def _scores(
     """Each vote key's score: the metric's vocabulary first, then the jurors' own scores."""
     scores: dict[str, float] = {}
     for result in results:
-        for v in result.jurors:
+        for v in [*result.jurors, *(v for j in result.repeats for v in j.jurors)]:
             if v.voted and v.score is not None:
                 scores.setdefault(vote_key(v), v.score)
     return {**scores, **vocabularies.get(name, {})}

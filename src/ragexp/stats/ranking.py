@@ -25,6 +25,7 @@ from ragexp.stats.judge_card import CardNumbers, judge_card, labelled_answers
 from ragexp.stats.multiplicity import holm
 from ragexp.stats.paired import Decision, MetricComparison, compare_cases, decide
 from ragexp.stats.power import comparison_power, holm_alpha
+from ragexp.stats.sweep_jury import SweepJuryLine, sweep_juries
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class SweepSummary:
     """Per judge and labelled metric: the judge against people, across the jobs."""
     effect: float = 0.05
     """``compare.effect``: the difference worth detecting."""
+    juries: list[SweepJuryLine] = field(default_factory=list)
+    """Per metric a panel judged: the jury's line, shared by the jobs or one per job."""
 
     @property
     def by_judge(self) -> bool:
@@ -127,6 +130,7 @@ def summarize_sweep(
         ranking_basis="calibrated" if calibrated else "judge",
         judge_best=judge_best,
         cards=sweep_cards(scored, swept, vocabularies or {}),
+        juries=sweep_juries(jobs, swept),
     )
 
 

@@ -15,6 +15,7 @@ from ragexp.reporting.pairwise import bias_line, sweep_json, sweep_markdown
 from ragexp.reporting.pairwise import verdict as pairwise_verdict
 from ragexp.reporting.plot import COST_PLOT_FILE, plot_cost, plot_summary
 from ragexp.reporting.sweep import PLOT_FILE, render_markdown, render_note, render_terminal, to_json
+from ragexp.reporting.sweep_jury import jury_terminal
 from ragexp.reporting.wording import num
 from ragexp.results.files import strict_json
 from ragexp.results.jobs import read_jobs, sweep_label
@@ -53,6 +54,8 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
     if cards:
         (sweep_dir / CARD_FILE).write_text(cards_document(cards), encoding="utf-8")
     print(render_terminal(summary, sweep_dir), file=sys.stderr, end="")
+    for line in jury_terminal(summary):
+        print(line, file=sys.stderr)
     if pairwise is not None:
         print(pairwise_terminal(pairwise), file=sys.stderr)
     if parent_run_id:

@@ -31,6 +31,7 @@ from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError
 from ragexp.results.case import CaseResult
 from ragexp.tracking import warm
+from ragexp.tracking.revise import Revision
 from ragexp.tracking.run import RunRecord, metric_values
 from ragexp.tracking.store import check_store
 from ragexp.tracking.traces import case_record
@@ -106,15 +107,17 @@ class Tracker:
         status: RunStatus = "FINISHED",
         tags: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        revised: Sequence[Revision] = (),
     ) -> str:
         """End the run: ``record`` (None if the run stopped before it could summarise),
-        ``order`` the case ids in dataset order. Waits for the tracking process; returns the
-        MLflow run id; raises `ConfigError` if the store could not be used."""
+        ``order`` the case ids in dataset order, ``revised`` the cases logged with a verdict
+        that changed since (`ragexp.tracking.revisions`). Waits for the tracking process;
+        returns the MLflow run id; raises `ConfigError` if the store could not be used."""
         self._ended = True
         if not self._begun:  # no MLflow run is created: the process only says it is done
             self._inbox.put(Finish.stopped(status))
         else:
-            self._inbox.put(finish_message(record, order, status, tags or {}))
+            self._inbox.put(finish_message(record, order, status, tags or {}, revised))
         self.ending_alone = not self._finished.wait(timeout_s)
         self._release()
         if self.error is not None:
@@ -173,14 +176,20 @@ class Tracker:
 
 
 def finish_message(
-    record: RunRecord | None, order: Sequence[str], status: RunStatus, tags: Mapping[str, str]
+    record: RunRecord | None,
+    order: Sequence[str],
+    status: RunStatus,
+    tags: Mapping[str, str],
+    revised: Sequence[Revision] = (),
 ) -> Finish:
     """The last message to the tracking process: the run's metrics and artifacts (none if it
-    stopped before it could summarise), the case order, its status and end tags."""
+    stopped before it could summarise), the case order, its status and end tags, the revised
+    cases."""
     return Finish(
         metrics=metric_values(record) if record else {},
         order=list(order),
         status=status,
         tags=dict(tags),
         artifacts=list(record.artifacts) if record else [],
+        revised=list(revised),
     )

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from ragexp.errors import first_line
 from ragexp.tracking.records import CaseRecord, log_traces
+from ragexp.tracking.revise import Revision, revise_traces
 from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, rows_table
 from ragexp.tracking.store import open_store
 
@@ -80,6 +81,8 @@ class Finish:
     status: RunStatus
     tags: Mapping[str, str]
     artifacts: Sequence[Path] = ()
+    revised: Sequence[Revision] = ()
+    """Cases logged with a verdict the run's end changed (``judge.aggregate=dawid_skene``)."""
     gone: bool = False
     """The process that started the run is gone (the tracking process then ends too)."""
 
@@ -142,6 +145,8 @@ class RunWriter:
         self.experiment_id = store.experiment_id
         self.rows: dict[str, dict[str, Any]] = {}
         """Each case's row of the per-case table, by case id, in the order received."""
+        self.trace_ids: dict[str, str] = {}
+        """Each logged case's trace id, by case id."""
         self.failures = 0
         self.failure = ""
         self.run_id = ""
@@ -174,6 +179,7 @@ class RunWriter:
                 self.tracing, self.experiment_id, stamped,
                 spans_per_trace=self.store.spans_per_trace,
             )  # fmt: skip
+            self.trace_ids.update((c.case_id, c.trace.trace_id) for c in cases)
         except Exception as exc:
             self.failures += len(cases)
             self.failure = self.failure or first_line(exc)
@@ -189,6 +195,7 @@ class RunWriter:
             metrics=[Metric(k, v, now, 0) for k, v in end.metrics.items()],
             tags=[RunTag(k, v) for k, v in tags.items()],
         )
+        self._revise(end.revised)
         ordered = table_order(self.rows, end.order)
         if ordered:
             self.client.log_table(
@@ -203,6 +210,18 @@ class RunWriter:
             f"ragexp: warning: {self.failures} of {len(self.rows)} case traces could not be "
             f"logged to MLflow: {self.failure}"
         )
+
+    def _revise(self, revised: Sequence[Revision]) -> None:
+        """The revised cases' rows replace theirs; their traces' feedbacks are updated (a
+        failure is counted and reported like a trace's, never fatal)."""
+        for revision in revised:
+            if revision.case_id in self.rows:
+                self.rows[revision.case_id] = revision.row
+        try:
+            revise_traces(self.tracing, self.trace_ids, revised)
+        except Exception as exc:
+            self.failures += len(revised)
+            self.failure = self.failure or first_line(exc)
 
     def end_run(self, status: RunStatus) -> None:
         self.client.set_terminated(self.run_id, status)
