@@ -13,7 +13,9 @@ from typing import Any
 from tests.ollama_server import default_responder
 
 GENERATOR_MARK = "You write test questions"
-_PASSAGE_RE = re.compile(r'the document "(?P<doc>[^"]+)".*?PASSAGE:\n(?P<text>.*?)\n\nReply with', re.S)
+_PASSAGE_RE = re.compile(
+    r'the document "(?P<doc>[^"]+)".*?PASSAGE:\n(?P<text>.*?)\n\nReply with', re.S
+)
 
 
 def passage(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:

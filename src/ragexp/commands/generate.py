@@ -130,7 +130,6 @@ def _filter_factory(config: RunConfig) -> Callable[[], Sequence[Filter]]:
     return make
 
 
-
 def summary_lines(generation: Generation, filters: Sequence[str], out: Path, md: Path) -> list[str]:
     """What the command prints when done."""
     data = report_json(generation, filters)

@@ -118,7 +118,9 @@ def report_markdown(report: dict[str, Any], out: Path) -> str:
         "| filter | removed |",
         "| --- | ---: |",
     ]
-    lines += [f"| {text(name, cell=True)} | {f['removed']} |" for name, f in report["filters"].items()]
+    lines += [
+        f"| {text(name, cell=True)} | {f['removed']} |" for name, f in report["filters"].items()
+    ]
     for name, f in report["filters"].items():
         if f["examples"]:
             lines += ["", f"### {text(name)}: examples", ""]
@@ -128,8 +130,7 @@ def report_markdown(report: dict[str, Any], out: Path) -> str:
             ]
     lines += ["", "## Documents", "", "| document | quota | kept |", "| --- | ---: | ---: |"]
     lines += [
-        f"| {text(d['doc'], cell=True)} | {d['quota']} | {d['kept']} |"
-        for d in report["documents"]
+        f"| {text(d['doc'], cell=True)} | {d['quota']} | {d['kept']} |" for d in report["documents"]
     ]
     lines += ["", f"## Skipped chunks ({len(report['skipped'])})", ""]
     lines += [f"- `{s['chunk']}`: {text(s['reason'])}" for s in report["skipped"]] or ["None."]

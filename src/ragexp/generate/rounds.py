@@ -146,6 +146,7 @@ def _round_line(result: Generated, picked: int, candidates: int, kept: int) -> s
 
 def endpoint_judge(endpoint: Endpoint, role: str = "judge:generate") -> Judge:
     """The judge the filters get: ``judge(prompt, schema=...)`` on ``endpoint``, cached."""
+
     async def judge(
         prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
     ) -> str:
@@ -166,6 +167,7 @@ def endpoint_judge(endpoint: Endpoint, role: str = "judge:generate") -> Judge:
 
 def endpoint_ask(endpoint: Endpoint, role: str = "generate:filter") -> Ask:
     """The generator asked one prompt alone (no chunk), cached: `FilterTools.ask`."""
+
     async def ask(prompt: str) -> str:
         call = await recorded_call(endpoint, [{"role": "user", "content": prompt}], role)
         return call.text
