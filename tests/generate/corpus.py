@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from ragexp.data.chunking import Chunk, chunk_text
 
+SYLLABLES = ("ka", "lo", "mir", "ven", "tas", "dor", "pel", "ri", "sun", "gha", "bo", "zet")
+
 
 def write_corpus(folder: Path, sizes: dict[str, int]) -> Path:
-    """``sizes``: document name -> sentences of prose (ten words each: about one chunk per four
-    sentences at the default chunk size of 40 words)."""
+    """``sizes``: document name -> sentences of prose, ten made-up words each (about one chunk
+    per four sentences at the default chunk size of 40 words), no two chunks alike."""
     folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(sum(sizes.values()))
     for name, sentences in sizes.items():
-        topic = name.split(".")[0]
-        lines = [
-            f"Trail {i} near the {topic} area opens at {i % 12 + 1} each morning."
-            for i in range(sentences)
+        words = [
+            "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+            for _ in range(10 * sentences)
         ]
-        (folder / name).write_text(f"# {topic.title()}\n\n" + " ".join(lines) + "\n")
+        lines = [" ".join(words[i : i + 10]).capitalize() + "." for i in range(0, len(words), 10)]
+        title = name.split(".")[0].title()
+        (folder / name).write_text(f"# {title}\n\n" + " ".join(lines) + "\n")
     return folder
 
 

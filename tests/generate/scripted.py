@@ -1,6 +1,7 @@
 """A scripted generator for `ragexp generate` tests: a `FakeOllama` responder that answers the
 generator's prompt with a question and reference made from the passage it shows, and the rest
-(judges, questions asked alone) as `default_responder` does."""
+(judges) as `default_responder` does; a question asked alone (the ``needs_document`` filter's
+closed-book prompt) gets UNKNOWN."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from tests.ollama_server import default_responder
 
 GENERATOR_MARK = "You write test questions"
+CLOSED_BOOK_MARK = "Answer the question from what you know"
 _PASSAGE_RE = re.compile(
     r'the document "(?P<doc>[^"]+)".*?PASSAGE:\n(?P<text>.*?)\n\nReply with', re.S
 )
@@ -34,7 +36,7 @@ def question_for(doc: str, text: str) -> dict[str, str]:
     words = text.split()
     sentence = re.split(r"(?<=[.!?])\s", " ".join(words), maxsplit=1)[0]
     return {
-        "question": f"In {doc}, what is said about {' '.join(words[:6])}?",
+        "question": f"What of {' '.join(words[2:9])}?",
         "reference": sentence,
     }
 
@@ -48,7 +50,8 @@ def scripted(
     def respond(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
         found = passage(messages)
         if found is None:
-            return default_responder(model, messages)
+            text = "\n".join(str(m.get("content", "")) for m in messages)
+            return "UNKNOWN" if CLOSED_BOOK_MARK in text else default_responder(model, messages)
         custom = reply(*found) if reply is not None else None
         return custom if custom is not None else json.dumps(question_for(*found))
 

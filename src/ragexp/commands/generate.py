@@ -11,13 +11,16 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ragexp.config.hydra import bundled_data_dir
-from ragexp.config.schema import RunConfig
 from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.generate.candidate import Filter
 from ragexp.generate.draw import Drawer
+from ragexp.generate.filters import FILTERS, FilterOptions, default_filters
 from ragexp.generate.output import outcome_line, report_json, write_cases, write_report
 from ragexp.generate.session import Generation, corpus_chunks, generate
+from ragexp.generate.sizing import advise
 from ragexp.plugins.manager import registry
 from ragexp.run.compose import compose_config
 
@@ -53,6 +56,17 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--pilot", type=Path, help="a pilot run or sweep dir whose scores size the set"
     )
+    parser.add_argument(
+        "--filters",
+        help=f"the filters to run, comma-separated (default: all: {','.join(FILTERS)}; "
+        "'' for none)",
+    )
+    parser.add_argument(
+        "--similarity",
+        type=float,
+        default=FilterOptions().similarity,
+        help="near_duplicates: a question this similar (0-1) to one kept goes (default 0.9)",
+    )
     return parser
 
 
@@ -64,12 +78,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> int:
     try:
         _check_args(args)
+        make_filters = _filter_factory(args)
         config = compose_config(with_cases(args.overrides))
         chunks, _ = corpus_chunks(config)
         planned = [c.doc_id for c in Drawer(chunks, args.n, args.seed).next_round({})]
         for line in _sizing(args, planned):
             print(line)
-        make_filters = _filter_factory(config)
         generation = asyncio.run(
             generate(config, registry(), args.n, args.seed, make_filters, sys.stderr)
         )
@@ -114,18 +128,25 @@ def _sizing(args: argparse.Namespace, clusters: Sequence[str]) -> list[str]:
     """`ragexp.generate.sizing.advise`'s lines, with ``--effect`` or ``--pilot``."""
     if args.effect is None and args.pilot is None:
         return []
-    from ragexp.generate.sizing import advise
-
     effect = args.effect if args.effect is not None else 0.05
     return list(advise(args.n, effect, list(clusters), args.pilot))
 
 
-def _filter_factory(config: RunConfig) -> Callable[[], Sequence[Filter]]:
-    """The filters of item 2 (`ragexp.generate.filters`), built afresh for each use."""
-    from ragexp.generate.filters import FilterOptions, default_filters
+def _filter_factory(args: argparse.Namespace) -> Callable[[], Sequence[Filter]]:
+    """The filters ``--filters`` names (default: all of them), built afresh for each use."""
+    try:
+        options = FilterOptions(
+            **({"filters": tuple(n.strip() for n in args.filters.split(",") if n.strip())}
+               if args.filters is not None else {}),
+            similarity=args.similarity,
+        )  # fmt: skip
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "--" + str(error["loc"][0]) if error["loc"] else "--filters"
+        raise ConfigError(f"{where}: {error['msg'].removeprefix('Value error, ')}") from None
 
     def make() -> Sequence[Filter]:
-        return default_filters(FilterOptions())
+        return default_filters(options)
 
     return make
 

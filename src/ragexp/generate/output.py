@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.generate.ask import PROMPT_SHA
+from ragexp.generate.filters import removal_counts, removal_key
 from ragexp.generate.session import Generation
 from ragexp.reporting.markdown import text
 
@@ -49,9 +50,11 @@ def report_paths(out: Path) -> tuple[Path, Path]:
 def report_json(generation: Generation, filters: Sequence[str]) -> dict[str, Any]:
     result = generation.result
     kept = result.kept_per_document()
-    removed: dict[str, list[dict[str, str]]] = {name: [] for name in filters}
+    counts = removal_counts(result.removed)
+    shown = [key for key in counts if key.split(":", 1)[0] in filters or counts[key]]
+    removed: dict[str, list[dict[str, str]]] = {key: [] for key in shown}
     for removal in result.removed:
-        removed.setdefault(removal.filter, []).append(
+        removed[removal_key(removal)].append(
             {
                 "id": removal.candidate.id,
                 "question": removal.candidate.question,
@@ -105,10 +108,10 @@ def report_markdown(report: dict[str, Any], out: Path) -> str:
     lines = [
         f"# Golden set: {text(out.name)}",
         "",
-        f"{outcome_line(report)[0].upper()}{outcome_line(report)[1:]} (asked for {report['n']}, "
-        f"seed {report['seed']}), in {report['rounds']} round(s) over "
-        f"{len(report['documents'])} documents; {report['chunks_asked']} chunks asked, "
-        f"{report['trivial_chunks']} trivial chunks never drawn.",
+        f"{_sentence(outcome_line(report))} Asked for {report['n']} cases (seed "
+        f"{report['seed']}): {report['rounds']} round(s) over {len(report['documents'])} "
+        f"documents; {report['trivial_chunks']} trivial chunks (headings only, or under a dozen "
+        "words) never drawn.",
         "",
         f"Generator: {text(gen['backend'])} {text(gen['model'])} ({text(gen['model_id'])}); "
         f"prompt {report['prompt_sha']}. Calls: {calls}.",
@@ -135,6 +138,10 @@ def report_markdown(report: dict[str, Any], out: Path) -> str:
     lines += ["", f"## Skipped chunks ({len(report['skipped'])})", ""]
     lines += [f"- `{s['chunk']}`: {text(s['reason'])}" for s in report["skipped"]] or ["None."]
     return "\n".join(lines) + "\n"
+
+
+def _sentence(line: str) -> str:
+    return line[0].upper() + line[1:] + "."
 
 
 def write_report(out: Path, generation: Generation, filters: Sequence[str]) -> Path:

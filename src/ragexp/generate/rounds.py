@@ -14,6 +14,7 @@ from ragexp.data.chunking import Chunk
 from ragexp.generate.ask import Asked, ask_chunk
 from ragexp.generate.candidate import Ask, Candidate, Filter, FilterTools, Removal
 from ragexp.generate.draw import Drawer
+from ragexp.generate.filters import apply_filters
 from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
 from ragexp.metrics.interface import Judge
@@ -126,14 +127,11 @@ async def _filter_round(
     candidates: list[Candidate], filters: Sequence[Filter], tools: FilterTools, result: Generated
 ) -> list[Candidate]:
     """The candidates every filter kept, in turn; each removal recorded on ``result``."""
-    tools = FilterTools(tools.judge, tools.ask, kept_before=list(result.kept))
-    for one_filter in filters:
-        if not candidates:
-            break
-        outcome = await one_filter(candidates, tools)
-        result.removed.extend(outcome.removed)
-        candidates = list(outcome.kept)
-    return candidates
+    outcome = await apply_filters(
+        filters, candidates, FilterTools(tools.judge, tools.ask, kept_before=list(result.kept))
+    )
+    result.removed.extend(outcome.removed)
+    return list(outcome.kept)
 
 
 def _round_line(result: Generated, picked: int, candidates: int, kept: int) -> str:
