@@ -58,6 +58,10 @@ def words(text: str) -> int:
     return len(_WORD_RE.findall(text))
 
 
+def _count(n: int) -> str:
+    return f"{n} word" if n == 1 else f"{n} words"
+
+
 def generic_reason(question: str) -> str | None:
     """Why ``question`` is generic, or None when it names a subject of its own."""
     for pattern, reason in GENERIC:
@@ -80,14 +84,14 @@ class TooGeneric:
         """Why ``candidate`` goes, or None when it stays."""
         question_words = words(candidate.question)
         if question_words < self.min_words:
-            return f"question too short: {question_words} words (min_words {self.min_words})"
+            return f"question too short: {_count(question_words)} (min_words {self.min_words})"
         generic = generic_reason(candidate.question)
         if generic is not None:
             return generic
         reference_words = words(candidate.reference)
         if reference_words < self.min_reference_words:
             return (
-                f"reference too short to be an answer: {reference_words} words "
+                f"reference too short to be an answer: {_count(reference_words)} "
                 f"(min_reference_words {self.min_reference_words})"
             )
         return None
