@@ -28,6 +28,14 @@ from ragexp.llm.ollama import OllamaBackend
 from tests.generate.planted_candidates import Scripted, candidate, ids
 from tests.ollama_server import FAITHFULNESS_MARK, FakeOllama
 
+NOT_SUPPORTED = "reference not supported by its chunk: the faithfulness judge said"
+GENERIC_PASSAGE = (
+    "generic: refers to the chunk ('What does the passage say') instead of naming its subject"
+)
+ANSWERED_CLOSED_BOOK = (
+    "answered without its document: 'Paris is the capital of France.' states the reference "
+    "(the faithfulness judge said YES)"
+)
 TOOLS = FilterTools(judge=Scripted({}), ask=Scripted({}))
 
 
@@ -65,9 +73,9 @@ def test_the_default_filters_run_cheapest_first_and_options_pick_and_tune_them()
     options = FilterOptions(filters=("needs_document", "too_generic"), min_words=6)
     chosen = default_filters(options)
     assert [f.name for f in chosen] == ["too_generic", "needs_document"]
-    assert getattr(chosen[0], "min_words") == 6
-    assert getattr(default_filters(FilterOptions(similarity=0.8))[1], "similarity") == 0.8
-    assert getattr(default_filters(FilterOptions(keep_partial=True))[2], "keep_partial")
+    assert chosen[0].min_words  # type: ignore[attr-defined] == 6
+    assert default_filters(FilterOptions(similarity=0.8))[1].similarity == 0.8  # type: ignore[attr-defined]
+    assert default_filters(FilterOptions(keep_partial=True))[2].keep_partial  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +96,7 @@ def test_removal_counts_keep_every_filter_and_count_unparsed_replies_apart() -> 
     one = candidate(1, "How much does a day pass cost?", "35 dollars.")
     removed = [
         Removal(one, "supported", "judge reply did not parse: 'maybe'"),
-        Removal(one, "supported", "reference not supported by its chunk: the faithfulness judge said NO"),
+        Removal(one, "supported", f"{NOT_SUPPORTED} NO"),
         Removal(one, "too_generic", "question too short: 2 words (min_words 4)"),
         Removal(one, "supported", "judge reply did not parse: ''"),
     ]  # fmt: skip
@@ -133,19 +141,52 @@ def responder(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 PLANTED = [
-    candidate(1, "How much does a day pass cost for a vehicle?", "A day pass costs 35 dollars per vehicle."),
-    candidate(2, "What does the passage say about fees?", "A day pass costs 35 dollars."),
-    candidate(3, "Fees?", "A day pass costs 35 dollars."),
-    candidate(4, "How much does the day pass cost for a vehicle?", "It costs 35 dollars."),
-    candidate(5, "How often does the shuttle run in summer?", "The shuttle runs every 20 minutes in summer.", "shuttle.md"),
-    candidate(6, "How often does the shuttle run in winter?", "In winter the shuttle runs every 10 minutes.", "shuttle.md"),
-    candidate(7, "Are dogs allowed on the trails?", "Dogs are not allowed on trails.", "pets.md"),
-    candidate(8, "What is the capital of France?", "Paris is the capital of France.", "office.md"),
-    candidate(9, "When does the visitor center close?", "The visitor center closes at 5 pm.", "visitor.md"),
-    candidate(10, "When does the visitor center open?", "The visitor center opens at 8 am.", "visitor.md"),
-    candidate(11, "How much is the annual pass?", "An annual pass costs 70 dollars."),
-    candidate(12, "Must dogs be on a leash?", "Dogs can run free without a leash in the meadow.", "pets.md"),
-]  # fmt: skip
+    candidate(number, question, reference, doc)
+    for number, question, reference, doc in [
+        (
+            1,
+            "How much does a day pass cost for a vehicle?",
+            "A day pass costs 35 dollars per vehicle.",
+            "fees.md",
+        ),
+        (2, "What does the passage say about fees?", "A day pass costs 35 dollars.", "fees.md"),
+        (3, "Fees?", "A day pass costs 35 dollars.", "fees.md"),
+        (4, "How much does the day pass cost for a vehicle?", "It costs 35 dollars.", "fees.md"),
+        (
+            5,
+            "How often does the shuttle run in summer?",
+            "The shuttle runs every 20 minutes in summer.",
+            "shuttle.md",
+        ),
+        (
+            6,
+            "How often does the shuttle run in winter?",
+            "In winter the shuttle runs every 10 minutes.",
+            "shuttle.md",
+        ),
+        (7, "Are dogs allowed on the trails?", "Dogs are not allowed on trails.", "pets.md"),
+        (8, "What is the capital of France?", "Paris is the capital of France.", "office.md"),
+        (
+            9,
+            "When does the visitor center close?",
+            "The visitor center closes at 5 pm.",
+            "visitor.md",
+        ),
+        (
+            10,
+            "When does the visitor center open?",
+            "The visitor center opens at 8 am.",
+            "visitor.md",
+        ),
+        (11, "How much is the annual pass?", "An annual pass costs 70 dollars.", "fees.md"),
+        (
+            12,
+            "Must dogs be on a leash?",
+            "Dogs can run free without a leash in the meadow.",
+            "pets.md",
+        ),
+    ]
+]
 KEPT_BEFORE = [candidate(0, "How much is an annual pass?", "An annual pass costs 70 dollars.")]
 
 
@@ -178,14 +219,14 @@ def test_through_ollama_each_filter_removes_exactly_its_plants(
     outcome, _ = through_ollama
     assert ids(outcome.kept) == ["gen-0001", "gen-0005", "gen-0007", "gen-0010"]
     assert [(r.filter, r.candidate.id, r.reason) for r in outcome.removed] == [
-        ("too_generic", "gen-0002", "generic: refers to the chunk ('What does the passage say') instead of naming its subject"),
+        ("too_generic", "gen-0002", GENERIC_PASSAGE),
         ("too_generic", "gen-0003", "question too short: 1 word (min_words 4)"),
         ("near_duplicates", "gen-0004", "near-duplicate of gen-0001 (1.00)"),
         ("near_duplicates", "gen-0011", "near-duplicate of gen-0000 (1.00)"),
-        ("supported", "gen-0006", "reference not supported by its chunk: the faithfulness judge said PARTIAL"),
+        ("supported", "gen-0006", f"{NOT_SUPPORTED} PARTIAL"),
         ("supported", "gen-0009", "judge reply did not parse: 'The reference looks fine to me.'"),
-        ("supported", "gen-0012", "reference not supported by its chunk: the faithfulness judge said NO"),
-        ("needs_document", "gen-0008", "answered without its document: 'Paris is the capital of France.' states the reference (the faithfulness judge said YES)"),
+        ("supported", "gen-0012", f"{NOT_SUPPORTED} NO"),
+        ("needs_document", "gen-0008", ANSWERED_CLOSED_BOOK),
     ]  # fmt: skip
     assert removal_counts(outcome.removed) == {
         "too_generic": 2, "near_duplicates": 2, "supported": 2, UNPARSED_KEY: 1,

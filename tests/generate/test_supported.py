@@ -18,6 +18,7 @@ CANDIDATES = [
     candidate(4, "When does the visitor center close?", "At 5 pm.", "visitor.md"),
     candidate(5, "How much is an annual pass?", "70 dollars.", "fees.md"),
 ]
+NOT_SUPPORTED = "reference not supported by its chunk: the faithfulness judge said"
 JUDGE = {
     "A day pass costs 35": "YES",
     "Every 10 minutes": "NO",
@@ -32,8 +33,8 @@ def test_it_removes_exactly_its_plants_each_with_the_judges_word() -> None:
     outcome = asyncio.run(Supported()(CANDIDATES, FilterTools(judge=judge, ask=Scripted({}))))
     assert ids(outcome.kept) == ["gen-0001", "gen-0005"]
     assert [(r.candidate.id, r.filter, r.reason) for r in outcome.removed] == [
-        ("gen-0002", "supported", "reference not supported by its chunk: the faithfulness judge said NO"),
-        ("gen-0003", "supported", "reference not supported by its chunk: the faithfulness judge said PARTIAL"),
+        ("gen-0002", "supported", f"{NOT_SUPPORTED} NO"),
+        ("gen-0003", "supported", f"{NOT_SUPPORTED} PARTIAL"),
         ("gen-0004", "supported", f"{UNPARSED}: 'I cannot decide.'"),
     ]  # fmt: skip
     assert UNPARSED == "judge reply did not parse"
