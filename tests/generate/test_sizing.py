@@ -111,5 +111,5 @@ def test_with_a_pilot_the_spread_and_the_correlation_are_the_pilots(tmp_path: Pa
 
 
 def test_a_pilot_dir_without_a_run_is_one_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no run there .*give a run dir or a sweep dir"):
+    with pytest.raises(ConfigError, match=r"no run there .*give a run dir or a sweep dir"):
         advise(200, 0.05, DOCS, tmp_path)
