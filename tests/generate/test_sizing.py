@@ -61,8 +61,7 @@ def test_without_a_pilot_the_need_rests_on_stated_assumptions() -> None:
     assert not [line for line in lines if line.startswith(WARNING)]  # 600 >= the need
     short = advise(expected - 1, 0.1, DOCS, None)
     assert [line for line in short if line.startswith(WARNING)] == [
-        f"warning: --n {expected - 1:,} is below the {expected:,} cases a 10-point "
-        "difference needs"
+        f"warning: --n {expected - 1:,} is below the {expected:,} cases a 10-point difference needs"
     ]
     assert not [line for line in advise(expected, 0.1, DOCS, None) if line.startswith(WARNING)]
 
