@@ -23,21 +23,21 @@ DOCS = [f"doc{g:03d}.md" for g in range(300) for _ in range(2)]
 """600 cases, 2 per document."""
 
 
-def _n0(sd: float, effect: float) -> float:
+def _n0(sd: float, effect: float, alpha: float = 0.05) -> float:
     return float(
         np.squeeze(
             TTestPower().solve_power(
-                effect_size=effect / sd, nobs=None, alpha=0.05, power=0.8,
+                effect_size=effect / sd, nobs=None, alpha=alpha, power=0.8,
                 alternative="two-sided",
             )
         )
     )  # fmt: skip
 
 
-def _needed(sd: float, effect: float, documents: int, icc: float) -> int:
+def _needed(sd: float, effect: float, documents: int, icc: float, alpha: float = 0.05) -> int:
     """The first N whose effective cases N / (1 + (N / documents − 1)·ρ) reach statsmodels'
     size (documents equally used)."""
-    n0 = _n0(sd, effect)
+    n0 = _n0(sd, effect, alpha)
     n = math.ceil(n0)
     while n / max(1 + (n / documents - 1) * icc, 1) < n0 * (1 - 1e-9):
         n += 1
@@ -64,6 +64,12 @@ def test_without_a_pilot_the_need_rests_on_stated_assumptions() -> None:
         f"warning: --n {expected - 1:,} is below the {expected:,} cases a 10-point difference needs"
     ]
     assert not [line for line in advise(expected, 0.1, DOCS, None) if line.startswith(WARNING)]
+
+
+def test_more_configurations_hold_the_first_holm_step() -> None:
+    lines = advise(len(DOCS), 0.1, DOCS, None, configs=3)
+    assert "3 configurations: α 0.025" in lines[0]
+    assert _cases_in(lines) == _needed(math.sqrt(0.5), 0.1, 300, 0.1, alpha=0.05 / 2)
 
 
 def test_too_few_documents_for_the_difference_is_a_warning_whatever_the_n() -> None:
