@@ -27,6 +27,11 @@ GENERIC = [
     "What fees are mentioned in the text?",
     "What does the author recommend for visitors?",
     "What information does this excerpt provide about passes?",
+    "Based on the context, how much is a day pass?",
+    "Based on the text above, when does the shuttle run?",
+    "What is mentioned in the document about dogs?",
+    "According to the information provided, what does a pass cost?",
+    "Based on the details given, is the center open on Sundays?",
 ]
 SPECIFIC = [
     "How much does a day pass cost for one vehicle?",
@@ -36,6 +41,9 @@ SPECIFIC = [
     "Who is the author of the park's pet rules?",
     "What documents do I need for a backcountry permit?",
     "Which section of the trail is closed in winter?",
+    "What information do I need to give for a permit?",
+    "Based on the weather, when should I visit the park?",
+    "In the context of permits, what is a backcountry zone?",
 ]
 
 

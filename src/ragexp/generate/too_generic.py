@@ -40,8 +40,12 @@ GENERIC: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            rf"\b(?:this|these|above|given|provided|following|according\s+to\s+the)\s+{_META}s?\b"
-            rf"|\b(?:in|from|by)\s+the\s+{_META}s?\s*(?:[?.,;]|$)"
+            rf"\b(?:this|these|above|given|provided|following)\s+{_META}s?\b"
+            rf"|\b(?:according\s+to|based\s+on)\s+(?:the|this)\s+{_META}s?\b"
+            rf"|\b(?:in|from|by)\s+the\s+{_META}s?\s*(?:[?.,;]|$)|\bthe\s+{_META}s?\s+above\b"
+            rf"|\b(?:mentioned|described|stated|discussed|listed|given)\s+in\s+the\s+{_META}s?\b"
+            r"|\b(?:according\s+to|based\s+on)\s+the\s+(?:information|details|data)\b"
+            r"|\b(?:information|details)\s+(?:given|provided|above)\b"
             r"|\bthe\s+(?:passage|excerpt|snippet)s?\b|\bthe\s+author\b(?!\s+of\b)"
             rf"|\b(?:what|how)\s+(?:does|do|did)\s+the\s+{_META}s?\s+"
             r"(?:say|state|describe|discuss|mention|explain|tell|suggest|cover)",
