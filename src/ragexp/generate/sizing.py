@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragexp.results.jobs import JobResult
-from ragexp.stats import ALPHA
 from ragexp.stats.clusters import case_clusters, effective_n, n_clusters
 from ragexp.stats.pilot import plan_pilot, read_pilot
-from ragexp.stats.power import POWER, MetricPlan, mde
+from ragexp.stats.power import POWER, MetricPlan, holm_alpha, mde
 from ragexp.stats.set_size import (
     ASSUMED_ICC,
     ASSUMED_SD,
@@ -50,14 +49,16 @@ def advise(
     shares = concentration(clusters)
     documents = n_clusters(clusters)
     if pilot is None:
-        need = set_size(ASSUMED_SD, effect, shares, ASSUMED_ICC, ALPHA, power)
+        k = configs or 2
+        alpha = holm_alpha(1, k - 1)  # the first of K - 1 tests against the best, as in `plan`
+        need = set_size(ASSUMED_SD, effect, shares, ASSUMED_ICC, alpha, power)
         lines = [
-            _head(effect, configs or 2, ALPHA, power),
+            _head(effect, k, alpha, power),
             "  " + _needs(need, documents),
             f"  assumed (no --pilot): a per-case difference with sd {ASSUMED_SD:.2f} (the widest "
             f"two 0-1 scores allow), an intra-document correlation of {ASSUMED_ICC:g}; "
             "--pilot RUN_OR_SWEEP measures both",
-            "  " + _at_n(n, ASSUMED_SD, shares, ASSUMED_ICC, ALPHA, power, documents),
+            "  " + _at_n(n, ASSUMED_SD, shares, ASSUMED_ICC, alpha, power, documents),
         ]
         return lines + _warnings(n, effect, [("", need)], documents)
     jobs = read_pilot(pilot)

@@ -40,8 +40,12 @@ GENERIC: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            rf"\b(?:this|these|above|given|provided|following|according\s+to\s+the)\s+{_META}s?\b"
-            rf"|\b(?:in|from|by)\s+the\s+{_META}s?\s*(?:[?.,;]|$)"
+            rf"\b(?:this|these|above|given|provided|following)\s+{_META}s?\b"
+            rf"|\b(?:according\s+to|based\s+on)\s+(?:the|this)\s+{_META}s?\b"
+            rf"|\b(?:in|from|by)\s+the\s+{_META}s?\s*(?:[?.,;]|$)|\bthe\s+{_META}s?\s+above\b"
+            rf"|\b(?:mentioned|described|stated|discussed|listed|given)\s+in\s+the\s+{_META}s?\b"
+            r"|\b(?:according\s+to|based\s+on)\s+the\s+(?:information|details|data)\b"
+            r"|\b(?:information|details)\s+(?:given|provided|above)\b"
             r"|\bthe\s+(?:passage|excerpt|snippet)s?\b|\bthe\s+author\b(?!\s+of\b)"
             rf"|\b(?:what|how)\s+(?:does|do|did)\s+the\s+{_META}s?\s+"
             r"(?:say|state|describe|discuss|mention|explain|tell|suggest|cover)",
@@ -56,6 +60,10 @@ GENERIC: tuple[tuple[re.Pattern[str], str], ...] = (
 def words(text: str) -> int:
     """Words in ``text`` (a contraction such as "what's" is one)."""
     return len(_WORD_RE.findall(text))
+
+
+def _count(n: int) -> str:
+    return f"{n} word" if n == 1 else f"{n} words"
 
 
 def generic_reason(question: str) -> str | None:
@@ -80,14 +88,14 @@ class TooGeneric:
         """Why ``candidate`` goes, or None when it stays."""
         question_words = words(candidate.question)
         if question_words < self.min_words:
-            return f"question too short: {question_words} words (min_words {self.min_words})"
+            return f"question too short: {_count(question_words)} (min_words {self.min_words})"
         generic = generic_reason(candidate.question)
         if generic is not None:
             return generic
         reference_words = words(candidate.reference)
         if reference_words < self.min_reference_words:
             return (
-                f"reference too short to be an answer: {reference_words} words "
+                f"reference too short to be an answer: {_count(reference_words)} "
                 f"(min_reference_words {self.min_reference_words})"
             )
         return None
