@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,22 @@ def test_an_empty_or_trivial_corpus_is_one_line_and_exit_2(
         2, "ragexp: error: headings: every chunk is trivial (headings only or under a dozen "
            "words); give documents with prose, or a larger retriever.chunk_size\n",
     )  # fmt: skip
+
+
+def test_a_server_that_is_down_is_one_line_and_no_file(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    code, err = generate_exit(
+        ["generator=ollama", f"generator.base_url={dead}", "generator.max_attempts=1",
+         "judge=ollama", f"judge.base_url={dead}", "--out", "golden.jsonl"], capsys,
+    )  # fmt: skip
+    assert code == 1
+    assert err.splitlines() == [
+        f"ragexp: error: could not connect to {dead} (ConnectError); gave up after 1 attempt; "
+        "start it with `ollama serve`, or set OLLAMA_HOST / base_url"
+    ]
+    assert not (workdir / "golden.jsonl").exists()
+    assert not (workdir / "golden.report.md").exists()
