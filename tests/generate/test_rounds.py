@@ -8,7 +8,7 @@ import io
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -55,9 +55,12 @@ class HalfOfFirstRound:
 
     name: str = "half"
     calls: int = 0
+    before: list[list[str]] = field(default_factory=list)
+    """The ids of `FilterTools.kept_before`, each call."""
 
     async def __call__(self, candidates: Sequence[Candidate], tools: FilterTools) -> FilterOutcome:
         self.calls += 1
+        self.before.append([c.id for c in tools.kept_before])
         if self.calls > 1:
             return FilterOutcome(list(candidates), [])
         gone = candidates[1::2]
@@ -95,6 +98,8 @@ def test_removed_candidates_are_replaced_by_later_rounds_within_the_quotas(
     assert result.rounds >= 2 and half.calls == result.rounds
     assert [r.filter for r in result.removed] == ["half"] * 4  # half of the first round's 8
     assert result.asked == 12
+    first_kept = sorted(f"gen-{i:04d}" for i in (1, 3, 5, 7))  # every other of the first 8
+    assert half.before[0] == [] and sorted(half.before[1]) == first_kept
     assert over_quota(generation, corpus) == []
     assert set(result.kept_per_document()) == set(SIZES)
     assert [c.id for c in result.kept] == sorted(c.id for c in result.kept)
