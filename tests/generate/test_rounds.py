@@ -7,13 +7,15 @@ import asyncio
 import io
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ragexp.config.schema import RunConfig
+from ragexp.errors import RagexpError
 from ragexp.generate.ask import SCHEMA
 from ragexp.generate.candidate import Candidate, Filter, FilterOutcome, FilterTools, Removal
 from ragexp.generate.output import outcome_line, report_json, write_cases
@@ -152,3 +154,31 @@ def test_the_same_seed_writes_the_same_file_from_the_cache_alone(
     assert [c.chunk.chunk_id for c in other.result.kept] != [
         c.chunk.chunk_id for c in first.result.kept
     ]
+
+
+def test_an_interrupted_generation_picks_up_from_the_cache(
+    server: FakeOllama, config: RunConfig, cache: Path
+) -> None:
+    usual = scripted()
+    answered = []
+
+    def then_down(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
+        answered.append(model)
+        if len(answered) > 3:  # after 3 replies every chat fails (Ollama's 500)
+            raise RuntimeError("the server went down")
+        return usual(model, messages)
+
+    server.responder = then_down
+    once = config.generator.model_copy(update={"max_attempts": 1})
+    with pytest.raises(RagexpError):
+        run(config.model_copy(update={"generator": once}), cache, 6)
+    server.responder = usual
+    resumed, _ = run(config, cache, 6)
+    assert 1 <= resumed.calls["generator"].cached <= 3
+    assert resumed.calls["generator"].made + resumed.calls["generator"].cached == 6
+    clean, _ = run(config, cache.parent / "clean", 6)
+    write_cases(cache.parent / "resumed.jsonl", resumed)
+    write_cases(cache.parent / "clean.jsonl", clean)
+    assert (cache.parent / "resumed.jsonl").read_bytes() == (
+        cache.parent / "clean.jsonl"
+    ).read_bytes()

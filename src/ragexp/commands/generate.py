@@ -93,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
         report = write_report(args.out, generation, names)
     except RagexpError as exc:
         fail(exc)
+    except KeyboardInterrupt:
+        print(
+            "ragexp: interrupted; every call made so far is in the call cache: the same command "
+            "picks up from there",
+            file=sys.stderr,
+        )
+        return 130
     print("\n".join(summary_lines(generation, names, args.out, report)))
     return 0 if generation.result.kept else 1
 
