@@ -15,9 +15,7 @@ from statsmodels.stats.power import TTestPower
 
 from ragexp.errors import ConfigError
 from ragexp.generate.sizing import WARNING, advise
-from ragexp.results import CaseResult, MetricResult
-from ragexp.results.files import CASES_FILE, SUMMARY_FILE, JobRecord, case_line, strict_json
-from ragexp.stats.summarize import summarize
+from tests.stats.pilot_run import write_pilot
 
 DOCS = [f"doc{g:03d}.md" for g in range(300) for _ in range(2)]
 """600 cases, 2 per document."""
@@ -82,26 +80,12 @@ def test_too_few_documents_for_the_difference_is_a_warning_whatever_the_n() -> N
     )
 
 
-def _write_pilot(run: Path, scores: list[float], clusters: list[str]) -> None:
-    cases = [
-        CaseResult(
-            case_id=f"c{i}", question=f"q{i}", answer="a", cluster=cluster,
-            metrics={"faithfulness": MetricResult(score=score, label=str(score))},
-        )
-        for i, (score, cluster) in enumerate(zip(scores, clusters, strict=True))
-    ]  # fmt: skip
-    JobRecord(run_name="pilot", status="finished").write(run)
-    (run / CASES_FILE).write_text("".join(case_line(c) for c in cases))
-    summary = summarize(cases, ["faithfulness"])
-    (run / SUMMARY_FILE).write_text(strict_json(summary.model_dump(mode="json")))
-
-
 def test_with_a_pilot_the_spread_and_the_correlation_are_the_pilots(tmp_path: Path) -> None:
     # 8 documents of 5 cases: documents 0-3 score high, 4-7 low, with some spread inside
     clusters = [f"p{g}.md" for g in range(8) for _ in range(5)]
     pattern = [1.0, 1.0, 0.5, 1.0, 0.0]
     scores = [pattern[i % 5] if g < 4 else 1 - pattern[i % 5] for g in range(8) for i in range(5)]
-    _write_pilot(tmp_path, scores, clusters)
+    write_pilot(tmp_path, scores, clusters)
     # one run: two configurations taken as uncorrelated, sd of the difference √(2 s²)
     x = np.array(scores)
     sd = math.sqrt(2 * x.var(ddof=1))

@@ -14,6 +14,12 @@ reference ("the park opens at 6 am"), so the question stays; asked the other way
 claim of the vague answer would be "supported" by the reference and the question would go. The
 faithfulness prompt's "use ONLY the context, no outside knowledge" is what is wanted here too.
 
+Before the judge, a check that costs nothing: a closed-book answer that lacks a number of the
+reference (its price, its hours, its count: "$34" against "$200") does not state it, and the
+question stays without a judge call. A weak judge says YES to such pairs (the embedded 135M
+model did, on the bundled demo corpus), and a number is the fact a golden reference most often
+turns on.
+
 PARTIAL and NO keep the question (some of the reference needs the document), and so does a
 judge reply that does not parse: nothing shows the document is not needed, and a question kept
 by mistake costs less than a reference a filter wrongly took out.
@@ -44,6 +50,14 @@ _UNKNOWN_RE = re.compile(r"^\W*(?:UNKNOWN\b|unknown\W*$)")
 """A reply that starts with UNKNOWN (as asked), or is the word alone in any case."""
 
 
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers written in ``text``, as digits ("1,000" and "1000" are one; "$35" is "35")."""
+    return {n.replace(",", "").rstrip(".") for n in _NUMBER_RE.findall(text)}
+
+
 def closed_book_prompt(question: str) -> str:
     return CLOSED_BOOK_PROMPT.format(question=question)
 
@@ -64,7 +78,7 @@ class NeedsDocument:
         """Why ``candidate`` goes (its closed-book answer says what its reference says), or
         None when it stays."""
         answer = strip_reasoning(await tools.ask(closed_book_prompt(candidate.question))).strip()
-        if is_unknown(answer):
+        if is_unknown(answer) or not numbers(candidate.reference) <= numbers(answer):
             return None
         closed_book = RetrievedChunk(
             doc_id=None, chunk_id="closed-book answer", score=None, text=answer
