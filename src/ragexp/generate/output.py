@@ -109,9 +109,9 @@ def report_markdown(report: dict[str, Any], out: Path) -> str:
         f"# Golden set: {text(out.name)}",
         "",
         f"{_sentence(outcome_line(report))} Asked for {report['n']} cases (seed "
-        f"{report['seed']}): {report['chunks_asked']} chunks asked in {report['rounds']} round(s) "
-        f"over {len(report['documents'])} documents; {report['trivial_chunks']} trivial chunks (headings only, or under a dozen "
-        "words) never drawn.",
+        f"{report['seed']}): {report['chunks_asked']} chunks asked in {report['rounds']} "
+        f"round(s) over {len(report['documents'])} documents; {report['trivial_chunks']} "
+        "trivial chunks (headings only, or under a dozen words) never drawn.",
         "",
         f"Generator: {text(gen['backend'])} {text(gen['model'])} ({text(gen['model_id'])}); "
         f"prompt {report['prompt_sha']}. Calls: {calls}.",
