@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragexp.commands import cache, compare, doctor, label, plan, plugins
+from ragexp.commands import cache, compare, doctor, generate, label, plan, plugins
 from ragexp.commands.argv import take_plugins_dir
 from ragexp.errors import RagexpError, fail
 
@@ -44,6 +44,13 @@ COMMANDS: dict[str, Command] = {
             label.parser,
             label.run,
             label.parse,
+        ),
+        Command(
+            "generate",
+            "a golden set from your documents: quotas per document, filtered, reported",
+            generate.parser,
+            generate.run,
+            generate.parse,
         ),
         Command("plan", "how many cases a comparison needs, from a pilot", plan.parser, plan.run),
         Command(

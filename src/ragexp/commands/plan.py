@@ -10,8 +10,8 @@ from pathlib import Path
 from ragexp.config.schema import CompareConfig
 from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.reporting.plan import plan_json, plan_lines
-from ragexp.results.jobs import read_jobs
-from ragexp.stats.power import POWER, plan_metric
+from ragexp.stats.pilot import plan_pilot, read_pilot
+from ragexp.stats.power import POWER
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,25 +36,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not 0 < args.effect <= 1 or not 0 < args.power < 1:
             raise ConfigError("--effect takes a difference in (0, 1], --power a share in (0, 1)")
-        jobs = read_jobs(args.target) if args.target.is_dir() else []
-        if not jobs:
-            raise ConfigError(
-                f"{args.target}: no run there (no job.json); give a run dir or a sweep dir"
-            )
-        metrics = args.metric or list(
-            dict.fromkeys(m for j in jobs if j.summary for m in j.summary.metrics)
+        jobs = read_pilot(args.target)
+        plans = plan_pilot(
+            args.target,
+            jobs,
+            args.metric,
+            effect=args.effect,
+            power=args.power,
+            configs=args.configs,
         )
-        plans = [
-            p
-            for m in metrics
-            if (
-                p := plan_metric(
-                    jobs, m, effect=args.effect, power=args.power, configs=args.configs
-                )
-            )
-        ]
-        if not plans:
-            raise ConfigError(f"{args.target}: no metric with scores to plan from")
     except RagexpError as exc:
         fail(exc)
     if args.format == "json":

@@ -159,6 +159,8 @@ def load_cases(path: Path, cluster_by: str = "auto") -> list[Case]:
 
 
 FIELDS = ("id", "question", "reference", "relevant_docs", "cluster")
+PROVENANCE = ("source_chunk", "generator", "prompt_sha", "seed")
+"""Where a generated case came from (`ragexp generate`): accepted in a cases file, not read."""
 
 
 def resolve_cluster(row: dict[str, Any], cluster_by: str) -> str | None:
@@ -179,7 +181,7 @@ def _case_from_row(row: Any, where: str, cluster_by: str = "auto") -> Case:
     if not isinstance(row, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
     allowed = FIELDS if cluster_by in ("auto", "off") else (*FIELDS, cluster_by)
-    unknown = set(row) - set(allowed)
+    unknown = set(row) - set(allowed) - set(PROVENANCE)
     if unknown:
         raise DatasetError(
             f"{where}: unknown field(s) {', '.join(sorted(unknown))}; allowed: {', '.join(allowed)}"

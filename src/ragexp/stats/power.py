@@ -80,13 +80,23 @@ def cases_needed(
 ) -> int | None:
     """Cases for a two-sided paired test to detect ``effect`` with ``power`` (times the design
     effect); None without spread (any difference would show)."""
+    n = independent_cases(sd, effect, alpha, power)
+    if n is None:
+        return None
+    return min(MAX_CASES, math.ceil(n * max(deff, 1.0)))
+
+
+def independent_cases(
+    sd: float, effect: float, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """Independent cases (the root, not rounded up) at which a two-sided paired test detects
+    ``effect`` with ``power``; `MAX_CASES` when even that many do not; None without spread."""
     if sd <= 0 or effect <= 0:
         return None
     size = effect / sd
     if paired_power(size, MAX_CASES, alpha) < power:
-        return MAX_CASES
-    n = _rising_root(lambda m: paired_power(size, m, alpha) - power, 2.0, 4.0, xtol=1e-9)
-    return min(MAX_CASES, math.ceil(n * max(deff, 1.0)))
+        return float(MAX_CASES)
+    return _rising_root(lambda m: paired_power(size, m, alpha) - power, 2.0, 4.0, xtol=1e-9)
 
 
 @dataclass(frozen=True)
