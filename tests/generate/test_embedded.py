@@ -36,11 +36,17 @@ def test_the_embedded_model_writes_a_set_that_runs_as_a_dataset(tmp_path: Path) 
     assert max(d["kept"] - d["quota"] for d in report["documents"]) <= 0
     corpus_dir = bundled_data_dir() / "demo" / "corpus"
     overrides = ["dataset=custom", "dataset.cases=golden.jsonl", f"dataset.corpus={corpus_dir}"]
+    # retrieve and generate each case; a metric without a judge (the judge is not on trial here)
     run = run_ragexp(
-        *overrides, "tracking.enabled=false", "hydra.run.dir=outputs/run", cwd=tmp_path
-    )
+        *overrides, "metrics=[hit_rate]", "tracking.enabled=false", "hydra.run.dir=outputs/run",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr
     scored = [
         json.loads(line) for line in (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
     ]
     assert sorted(c["case_id"] for c in scored) == sorted(c["id"] for c in cases)
+    for case in scored:  # answered, and its relevant document is one retrieval can find
+        assert case["error"] is None and case["answer"]
+        assert case["metrics"]["hit_rate"]["error"] is None
+        assert case["metrics"]["hit_rate"]["score"] in (0.0, 1.0)
