@@ -261,7 +261,7 @@ def test_a_baseline_dir_that_is_not_a_run_is_one_line_before_any_llm_call(
             "generator=ollama", "judge=ollama", "judge.model=judge", "generator.model=gen-base",
             "dataset=custom", f"dataset.corpus={corpus}", f"dataset.cases={cases}",
             f"gate.baseline={baseline}", "gate.margin=0.02", cwd=tmp_path,
-            env={"OLLAMA_HOST": server.url},
+            env={"OLLAMA_HOST": server.url}, mlflow=True,
         )  # fmt: skip
         assert server.requests == []
     assert result.returncode == 2, result.stderr
