@@ -29,6 +29,10 @@ def base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**inherited, "RAGEXP_LOAD_PLUGINS": "", **(env or {})}
 
 
+HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--version"}
+"""Hydra's flags that print something instead of running (the config shown as composed)."""
+
+
 def untracked(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
     """A run's arguments with ``tracking.enabled=false`` added, unless the run says where to log
     (a ``tracking.*`` override, or MLflow's variable in ``env``) or is another command.
@@ -40,6 +44,8 @@ def untracked(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
     from ragexp.commands import COMMANDS
 
     if args and args[0] in COMMANDS or "MLFLOW_TRACKING_URI" in env:
+        return args
+    if any(a in HYDRA_FLAGS for a in args):  # prints the app or its config: no run to track
         return args
     if any(a.lstrip("+~").startswith("tracking") for a in args):
         return args

@@ -73,7 +73,7 @@ class World:
         result = run_ragexp(
             *self.common, f"generator.model={generator}", f"hydra.run.dir={name}",
             *([] if tracking else ["tracking.enabled=false"]), *args,
-            cwd=self.tmp, env={"OLLAMA_HOST": self.server.url},
+            cwd=self.tmp, env={"OLLAMA_HOST": self.server.url}, mlflow=tracking,
         )  # fmt: skip
         assert "Traceback" not in result.stderr, result.stderr
         self.results[name] = result
