@@ -29,10 +29,41 @@ def base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**inherited, "RAGEXP_LOAD_PLUGINS": "", **(env or {})}
 
 
+HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--version"}
+"""Hydra's flags that print something instead of running (the config shown as composed)."""
+
+
+def untracked(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
+    """A run's arguments with ``tracking.enabled=false`` added, unless the run says where to log
+    (a ``tracking.*`` override, or MLflow's variable in ``env``) or is another command.
+
+    MLflow's logging process costs a run about 9 s of CPU (its import and a new store's schema):
+    tests that read MLflow back opt in with ``mlflow=True`` or a ``tracking.*`` override; the rest
+    do not pay for it. ragexp's default, tracking on, is what every MLflow test runs with.
+    """
+    from ragexp.commands import COMMANDS
+
+    if args and args[0] in COMMANDS or "MLFLOW_TRACKING_URI" in env:
+        return args
+    if any(a in HYDRA_FLAGS for a in args):  # prints the app or its config: no run to track
+        return args
+    if any(a.lstrip("+~").startswith("tracking") for a in args):
+        return args
+    return (*args, "tracking.enabled=false")
+
+
 def run_ragexp(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    mlflow: bool = False,
 ) -> subprocess.CompletedProcess[str]:
+    """`python -m ragexp *args` in ``cwd``; a run logs to MLflow only when ``mlflow`` is true or
+    its arguments or ``env`` say where (see `untracked`)."""
     full_env = base_env(env)
+    if not mlflow:
+        args = untracked(args, full_env)
     return subprocess.run(
         [sys.executable, "-m", "ragexp", *args],
         cwd=cwd,
@@ -63,11 +94,14 @@ class OllamaRun:
         expect: int | None = 0,
         env: Mapping[str, str] | None = None,
         timeout: float = 600,
+        mlflow: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``python -m ragexp *args`` (``env`` added to the environment) and check that it
         ended with exit code ``expect`` and printed no traceback, its stderr (and stdout) in the
         message; ``expect=None``: no check, the test looks at the result itself."""
-        result = run_ragexp(*args, cwd=self.cwd, env={**self.env, **(env or {})}, timeout=timeout)
+        result = run_ragexp(
+            *args, cwd=self.cwd, env={**self.env, **(env or {})}, timeout=timeout, mlflow=mlflow
+        )
         if expect is not None:
             assert result.returncode == expect, result.stderr + result.stdout
             assert "Traceback" not in result.stdout + result.stderr, result.stderr + result.stdout
@@ -86,7 +120,9 @@ def serve_ollama(cwd: Path) -> Iterator[OllamaRun]:
 def mlflow_runs(cwd: Path, experiment: str = "ragexp") -> list:  # type: ignore[type-arg]
     import mlflow
 
-    mlflow.set_tracking_uri(f"sqlite:///{cwd / 'mlflow.db'}")
+    store = cwd / "mlflow.db"
+    assert store.is_file(), f"no MLflow store in {cwd}: start the run with mlflow=True"
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
     # set_tracking_uri also exports $MLFLOW_TRACKING_URI, which every run started later in this
     # process would inherit (and ragexp honours): keep it to this process's own MLflow calls.
     os.environ.pop("MLFLOW_TRACKING_URI", None)
@@ -97,7 +133,9 @@ def mlflow_traces(cwd: Path, run_id: str, experiment: str = "ragexp") -> list:  
     """The traces of MLflow run ``run_id`` in ``cwd``'s store."""
     from mlflow import MlflowClient
 
-    client = MlflowClient(f"sqlite:///{cwd / 'mlflow.db'}")
+    store = cwd / "mlflow.db"
+    assert store.is_file(), f"no MLflow store in {cwd}: start the run with mlflow=True"
+    client = MlflowClient(f"sqlite:///{store}")
     found = client.get_experiment_by_name(experiment)
     assert found is not None, f"no MLflow experiment {experiment!r}"
     return list(client.search_traces(locations=[found.experiment_id], run_id=run_id))

@@ -17,7 +17,9 @@ def test_typed_sweep_command(ollama: OllamaRun) -> None:
     The generator is the default embedded model; `dataset.limit=2` keeps it short.
     """
     tmp_path = ollama.cwd
-    ollama.ragexp("judge.model=qwen2.5:7b", "-m", "retriever.top_k=3,5,8", "dataset.limit=2")
+    ollama.ragexp(
+        "judge.model=qwen2.5:7b", "-m", "retriever.top_k=3,5,8", "dataset.limit=2", mlflow=True
+    )
     judged = ollama.server.requests_to("/api/chat")
     assert len(judged) == 3 * 2 * 2  # jobs x cases x judge metrics, all on the Ollama server
     [sweep_dir] = list((tmp_path / "outputs/multirun").glob("*/*"))
@@ -37,7 +39,7 @@ def test_typed_sweep_command(ollama: OllamaRun) -> None:
 @pytest.mark.slow
 def test_embedded_model_end_to_end(tmp_path: Path) -> None:
     """The real llama.cpp model on 2 cases, no server at all: outputs and the MLflow run."""
-    result = run_ragexp("dataset.limit=2", "hydra.run.dir=outputs/e2e", cwd=tmp_path)
+    result = run_ragexp("dataset.limit=2", "hydra.run.dir=outputs/e2e", cwd=tmp_path, mlflow=True)
     assert result.returncode == 0, result.stderr
     run_dir = tmp_path / "outputs/e2e"
     cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]

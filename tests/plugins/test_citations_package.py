@@ -83,6 +83,7 @@ def cited_run(site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
             METRICS,
             "hydra.run.dir=outputs/run",
             env={"PYTHONPATH": str(site), "RAGEXP_LOAD_PLUGINS": "citations"},
+            mlflow=True,
         )
         chats = len(ollama.server.requests_to("/api/chat"))
     return cwd, result.stderr, chats

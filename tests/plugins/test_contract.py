@@ -98,6 +98,7 @@ def broken_run(
             "hydra.run.dir=outputs/run",
             expect=None,  # the tests below check the exit code and stderr
             env={"RAGEXP_PLUGINS_DIR": str(plugins_dir)},
+            mlflow=True,
         )
     return cwd / "outputs" / "run", result.stderr, result.returncode
 

@@ -73,7 +73,7 @@ class World:
         result = run_ragexp(
             *self.common, f"generator.model={generator}", f"hydra.run.dir={name}",
             *([] if tracking else ["tracking.enabled=false"]), *args,
-            cwd=self.tmp, env={"OLLAMA_HOST": self.server.url},
+            cwd=self.tmp, env={"OLLAMA_HOST": self.server.url}, mlflow=tracking,
         )  # fmt: skip
         assert "Traceback" not in result.stderr, result.stderr
         self.results[name] = result
@@ -261,7 +261,7 @@ def test_a_baseline_dir_that_is_not_a_run_is_one_line_before_any_llm_call(
             "generator=ollama", "judge=ollama", "judge.model=judge", "generator.model=gen-base",
             "dataset=custom", f"dataset.corpus={corpus}", f"dataset.cases={cases}",
             f"gate.baseline={baseline}", "gate.margin=0.02", cwd=tmp_path,
-            env={"OLLAMA_HOST": server.url},
+            env={"OLLAMA_HOST": server.url}, mlflow=True,
         )  # fmt: skip
         assert server.requests == []
     assert result.returncode == 2, result.stderr

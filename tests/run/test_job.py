@@ -23,6 +23,7 @@ def ollama_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             "judge.model=qwen2.5:7b",
             "dataset.limit=4",
             "hydra.run.dir=outputs/run",
+            mlflow=True,
         )
         chats = ollama.server.requests_to("/api/chat")
     assert len(chats) == 4 * 3  # one generation and two judge calls per case
@@ -173,6 +174,7 @@ def test_retrieval_metrics_everywhere(ollama: OllamaRun) -> None:
         "dataset.only=[demo-01,demo-21]",
         "metrics=[faithfulness,hit_rate,mrr,context_recall]",
         "hydra.run.dir=outputs/run",
+        mlflow=True,
     )
     assert len(ollama.server.requests_to("/api/chat")) == 2 * 2  # retrieval metrics ask no judge
     run_dir = tmp_path / "outputs/run"
@@ -245,6 +247,7 @@ def test_openai_compatible_server_and_dense_retrieval(ollama: OllamaRun) -> None
         "dataset.limit=2",
         "hydra.run.dir=outputs/run",
         env={"RAGEXP_TEST_KEY": "sk-secret-123"},
+        mlflow=True,
     )
     chats = ollama.server.requests_to("/v1/chat/completions")
     embeds = ollama.server.requests_to("/v1/embeddings")
@@ -286,6 +289,7 @@ def test_native_crash_stops_the_run_with_one_line_and_keeps_finished_cases(
             "RAGEXP_LLAMA_VARIANT": "portable",  # the same message on every CPU
             "FAKE_LLAMA_CRASH_AT": "9",
         },
+        mlflow=True,
     )
     assert result.returncode == 3
     assert "Traceback" not in result.stderr
@@ -345,7 +349,7 @@ def test_gate_fails_the_run_after_writing_everything(ollama: OllamaRun) -> None:
     failed = ollama.ragexp(
         "llm=ollama", "dataset.limit=4", "gate.faithfulness=0.85",
         "gate.answer_relevance=0.8", "gate.mode=ci_low", "hydra.run.dir=outputs/fail",
-        expect=1,  # and no traceback
+        expect=1, mlflow=True,  # and no traceback
     )  # fmt: skip
     assert failed.stderr.strip().splitlines()[-1] == (
         "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases "

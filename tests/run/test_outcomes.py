@@ -35,7 +35,7 @@ def _run(
 def test_more_failed_cases_than_allowed_fail_the_run_after_writing_everything(
     ollama: OllamaRun,
 ) -> None:
-    result, run_dir = _run(ollama, 3, expect=1)  # exit code 1, no traceback
+    result, run_dir = _run(ollama, 3, "tracking.enabled=true", expect=1)  # exit 1, no traceback
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("ragexp: error: the run failed: 3 of 10 cases failed: 3 BackendError")
     assert "above run.max_error_rate 5%" in last
@@ -58,7 +58,7 @@ def test_a_run_where_every_case_failed_always_fails(ollama: OllamaRun) -> None:
 
 
 def test_failed_cases_within_the_allowed_rate_finish_the_run(ollama: OllamaRun) -> None:
-    result, run_dir = _run(ollama, 3, "run.max_error_rate=0.5", expect=0)
+    result, run_dir = _run(ollama, 3, "run.max_error_rate=0.5", "tracking.enabled=true", expect=0)
     assert "(n=7 of 10)" in result.stderr
     assert "**Failed:**" not in (run_dir / "report.md").read_text()
     [run] = mlflow_runs(ollama.cwd)

@@ -35,7 +35,7 @@ def ragexp(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
     saved = {n: os.environ.pop(n) for n in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")
              if n in os.environ}  # fmt: skip
     try:
-        return run_ragexp(*args, cwd=cwd, env=env, timeout=300)
+        return run_ragexp(*args, cwd=cwd, env=env, timeout=300, mlflow=True)
     finally:
         os.environ.update(saved)
 

@@ -145,7 +145,7 @@ def test_compare_command_finds_runs_in_mlflow_by_id_and_by_name(tmp_path: Path) 
         for judge in ("llama3.2:3b", "qwen2.5:7b"):
             done = run_ragexp(
                 "llm=ollama", f"judge.model={judge}", "dataset.limit=4", cwd=tmp_path,
-                env={"OLLAMA_HOST": server.url},
+                env={"OLLAMA_HOST": server.url}, mlflow=True,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
     first, second = sorted(mlflow_runs(tmp_path), key=lambda r: r.info.start_time)

@@ -20,7 +20,12 @@ MODELS = ["judge-a", "judge-b", *planted.RATES]
 
 
 def _sweep(
-    tmp_path: Path, n_cases: int, *args: str, redraw: Any = 0.0, models: Any = None
+    tmp_path: Path,
+    n_cases: int,
+    *args: str,
+    redraw: Any = 0.0,
+    models: Any = None,
+    mlflow: bool = False,
 ) -> tuple[Any, Path]:
     corpus, cases = generate(n_cases, tmp_path / "data")
     served = models if models is not None else MODELS
@@ -28,7 +33,7 @@ def _sweep(
         result = run_ragexp(
             "generator=ollama", "judge=ollama", "dataset=custom",
             f"dataset.corpus={corpus}", f"dataset.cases={cases}", "hydra.sweep.dir=sweep",
-            *args, cwd=tmp_path, env={"OLLAMA_HOST": server.url},
+            *args, cwd=tmp_path, env={"OLLAMA_HOST": server.url}, mlflow=mlflow,
         )  # fmt: skip
     return result, tmp_path / "sweep"
 
@@ -50,7 +55,7 @@ def two_by_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     tmp = tmp_path_factory.mktemp("two_by_two")
     return _sweep(
         tmp, 30, "generator.model=gen-p90", "-m", "judge.model=judge-a,judge-b",
-        "retriever.top_k=2,4", redraw={"judge-b": 0.4},
+        "retriever.top_k=2,4", redraw={"judge-b": 0.4}, mlflow=True,
     )  # fmt: skip
 
 
@@ -122,7 +127,7 @@ def test_the_joblib_launcher_runs_the_same_sweep_in_parallel_with_the_same_resul
     result, sweep_dir = _sweep(
         tmp_path, 30, "generator.model=gen-p90", "-m", "judge.model=judge-a,judge-b",
         "retriever.top_k=2,4", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-        redraw={"judge-b": 0.4},
+        redraw={"judge-b": 0.4}, mlflow=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Joblib.Parallel(n_jobs=2," in result.stdout and "is launching 4 jobs" in result.stdout

@@ -35,7 +35,7 @@ def _sweep(world: Path, service: RagService) -> Any:
         "system=http", f"system.url={service.url}", "system.api_key_env=RAG_KEY_FOR_TESTS",
         *dataset_args(world), "metrics=[hit_rate,mrr]", "hydra.sweep.dir=sweep",
         "-m", "system.options.top_k=1,3",
-        cwd=world, env={"RAG_KEY_FOR_TESTS": KEY},
+        cwd=world, env={"RAG_KEY_FOR_TESTS": KEY}, mlflow=True,
     )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ def ragexp(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
     cwd.mkdir(parents=True, exist_ok=True)
     saved = {name: os.environ.pop(name) for name in (URI_ENV, EXPERIMENT_ENV) if name in os.environ}
     try:
-        return run_ragexp(*args, cwd=cwd, env=env, timeout=300)
+        return run_ragexp(*args, cwd=cwd, env=env, timeout=300, mlflow=True)
     finally:
         os.environ.update(saved)
 

@@ -25,6 +25,7 @@ def test_the_named_keys_value_is_masked_in_every_mlflow_param(tmp_path: Path) ->
             "hydra.run.dir=outputs/run",
             cwd=tmp_path,
             env={"OLLAMA_HOST": server.url, KEY_ENV: SECRET},
+            mlflow=True,
         )
     assert result.returncode == 0, result.stderr
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")

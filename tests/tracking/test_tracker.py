@@ -60,7 +60,7 @@ def test_a_tracking_store_that_cannot_be_used_stops_the_run_early_with_one_line(
     else:
         (tmp_path / "mlruns").write_text("not a folder\n")
     server.delay_s = 2.0  # the demo's 24 cases take about 18 s; MLflow loads in a few
-    result = ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run", expect=2)  # no traceback
+    result = ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run", expect=2, mlflow=True)
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"ragexp: error: {REFUSED_BY_MLFLOW[case]}"), errors
@@ -154,7 +154,7 @@ def test_after_a_run_the_sqlite_file_holds_it_alone(ollama: OllamaRun, tmp_path:
     that the file copied on its own (a CI artifact) has the whole run."""
     import mlflow
 
-    ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run")
+    ollama.ragexp("llm=ollama", "hydra.run.dir=outputs/run", mlflow=True)
     store = ollama.cwd / "mlflow.db"
     assert not (ollama.cwd / "mlflow.db-wal").exists()
     assert not (ollama.cwd / "mlflow.db-shm").exists()
