@@ -43,7 +43,7 @@ def untracked(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
     """
     from ragexp.commands import COMMANDS
 
-    if args and args[0] in COMMANDS or "MLFLOW_TRACKING_URI" in env:
+    if (args and args[0] in COMMANDS) or "MLFLOW_TRACKING_URI" in env:
         return args
     if any(a in HYDRA_FLAGS for a in args):  # prints the app or its config: no run to track
         return args
