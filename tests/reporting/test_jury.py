@@ -46,3 +46,16 @@ def test_the_cards_jury_part() -> None:
     )  # fmt: skip
     assert card.verdict == jury_verdict(BETTER)
     assert [(j.model, j.agreement) for j in jurors] == [("qwen2.5:7b", 0.77), ("llama3.1:8b", 0.7)]
+
+
+def test_an_interval_that_leaves_a_material_gain_open_is_undecided_and_says_how_many_labels() -> (
+    None
+):
+    numbers = replace(
+        BETTER, gain=0.05, gain_ci=(-0.075, 0.175), worth="undecided", labels_to_tell=197
+    )
+    assert jury_verdict(numbers) == (
+        "not shown better than `qwen2.5:7b` alone (+0.05, -0.07–+0.17, n = 40; the panel of 3 "
+        "carries 2.1 independent votes): about 197 labels would tell; until then `qwen2.5:7b` "
+        "alone saves 2 calls per case"
+    )

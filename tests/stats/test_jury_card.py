@@ -47,3 +47,33 @@ def test_each_pair_is_read_on_the_answers_both_judged() -> None:
 
 def test_a_mistake_that_never_varies_has_no_correlation() -> None:
     assert mean_error_correlation(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 1.0]])) is None
+
+
+@pytest.mark.parametrize(
+    ("gain", "ci", "worth"),
+    [
+        (0.08, (0.03, 0.13), "better"),  # the interval above 0
+        (0.01, (-0.04, 0.06), "no better"),  # a gain too small to pay two more calls
+        (0.03, (-0.01, 0.04), "no better"),  # the interval rules a 0.05 gain out
+        (-0.02, (-0.10, 0.06), "no better"),
+        (0.05, (-0.075, 0.175), "undecided"),  # a material gain left open
+    ],
+)
+def test_the_jury_is_better_no_better_or_undecided(
+    gain: float, ci: tuple[float, float], worth: str
+) -> None:
+    from ragexp.stats.jury_card import _worth
+
+    assert _worth(40, gain, ci)[0] == worth
+    assert _worth(5, gain, ci) == ("too few", None)
+
+
+def test_undecided_says_how_many_labels_would_show_the_gain_at_80_percent_power() -> None:
+    from statistics import NormalDist
+
+    from ragexp.stats.jury_card import _worth
+
+    z = NormalDist().inv_cdf
+    se = 0.25 / (2 * z(0.975))  # the interval's half-width is z(0.975) standard errors
+    expected = math.ceil(40 * ((z(0.975) + z(0.8)) * se / 0.05) ** 2)
+    assert _worth(40, 0.05, (-0.075, 0.175)) == ("undecided", expected)

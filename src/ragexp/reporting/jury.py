@@ -34,6 +34,13 @@ def jury_verdict(numbers: JuryNumbers) -> str:
             f"{votes} and agrees with people better than its best juror by "
             f"{numbers.gain:+.2f} ({low:.2f}–{high:.2f})"
         )
+    if numbers.worth == "undecided":
+        return (
+            f"not shown better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
+            f"{low:+.2f}–{high:+.2f}, n = {numbers.n_labels}; {votes}): about "
+            f"{numbers.labels_to_tell} labels would tell; until then `{numbers.best_juror}` "
+            f"alone saves {_calls(numbers.saved_calls)} calls per case"
+        )
     return (
         f"no better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
         f"{low:+.2f}–{high:+.2f}; {votes}): use it and save "

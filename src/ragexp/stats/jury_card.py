@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from scipy.stats import norm
 
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.stats import CONFIDENCE
 from ragexp.stats.judge_card import BOOTSTRAP, MIN_LABELS
 from ragexp.stats.jury import krippendorff_alpha, verdict_table
 
-Worth = Literal["too few", "better", "no better"]
+Worth = Literal["too few", "better", "no better", "undecided"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class JuryNumbers:
     saved_calls: float
     """Calls per case the jurors other than the best one cost (made or cached)."""
     worth: Worth
+    labels_to_tell: int | None = None
+    """"undecided": about how many labels the observed gain needs to show (80% power)."""
 
 
 def kish_effective_votes(n: int, mean_correlation: float) -> float:
@@ -100,9 +103,7 @@ def jury_card(cases: Sequence[CaseResult], metric: str, seed: int = 0) -> JuryNu
     errors = _errors(table, results, labelled, models)
     rho = mean_error_correlation(errors)
     n_labels = len(labelled)
-    worth: Worth = "too few"
-    if n_labels >= MIN_LABELS and gain_ci is not None:
-        worth = "better" if gain_ci[0] > 0 else "no better"
+    worth, labels_to_tell = _worth(n_labels, gain, gain_ci)
     return JuryNumbers(
         n_jurors=len(models),
         n_labels=n_labels,
@@ -116,7 +117,31 @@ def jury_card(cases: Sequence[CaseResult], metric: str, seed: int = 0) -> JuryNu
         gain_ci=gain_ci,
         saved_calls=_saved_calls(results, best.model if best else None),
         worth=worth,
+        labels_to_tell=labels_to_tell,
     )
+
+
+SMALL_GAIN = 0.02
+"""A gain over the best juror this small is none worth two more calls per case."""
+MATERIAL_GAIN = 0.05
+"""An interval reaching this gain leaves open that the panel is worth its calls."""
+
+
+def _worth(
+    n_labels: int, gain: float | None, gain_ci: tuple[float, float] | None
+) -> tuple[Worth, int | None]:
+    """Better (the interval above 0), no better (a gain too small, or an interval that rules a
+    material one out), or undecided, with the labels that would show the gain observed."""
+    if n_labels < MIN_LABELS or gain is None or gain_ci is None:
+        return "too few", None
+    low, high = gain_ci
+    if low > 0:
+        return "better", None
+    if gain <= SMALL_GAIN or high < MATERIAL_GAIN:
+        return "no better", None
+    se = (high - low) / (2 * float(norm.ppf(0.975)))
+    needed = n_labels * ((float(norm.ppf(0.975)) + float(norm.ppf(0.8))) * se / gain) ** 2
+    return "undecided", int(np.ceil(needed))
 
 
 def _label_of(result: MetricResult, model: str) -> str | None:
