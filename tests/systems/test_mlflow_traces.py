@@ -118,6 +118,9 @@ def test_a_rerun_replaces_ragexps_feedback_and_leaves_the_rest(
     from ragexp.results.case import CaseResult, LLMCall
     from ragexp.tracking.verdicts import write_verdicts
 
+    # the store's file alone holds the run's verdicts: its log was folded back into it
+    wal = judged["folder"] / "mlflow.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
     shutil.copy(judged["folder"] / "mlflow.db", tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = TracingClient(uri)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 BUSY_TIMEOUT_MS = 20000
@@ -58,3 +59,17 @@ def close_connections() -> None:
     while _OPENED:
         with contextlib.suppress(Exception):
             _OPENED.pop().close()
+
+
+def fold_log(db: Path) -> None:
+    """Fold the write-ahead log of ``db`` back into it now (SQLite's ``wal_checkpoint(TRUNCATE)``),
+    for a process that wrote to the store and keeps running or leaves without closing MLflow's
+    connections (the verdicts written back onto traces): ``mlflow.db`` then holds them on its own.
+    Best effort: a store kept busy by another process folds its log when that one closes."""
+    if not db.is_file():
+        return
+    with (
+        contextlib.suppress(sqlite3.Error),
+        contextlib.closing(sqlite3.connect(db, timeout=5)) as c,
+    ):
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
