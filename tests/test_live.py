@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -40,21 +41,29 @@ def ollama() -> str:
     return url
 
 
-def test_two_cases_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
+def live_run(ollama: str, tmp_path: Path, name: str, *extra: str) -> list[dict[str, Any]]:
+    """Two demo cases generated and judged by MODEL on the live server, in
+    ``outputs/<name>``; its cases.jsonl rows (the run's exit code checked)."""
     result = run_ragexp(
         "llm=ollama",
         f"generator.model={MODEL}",
         f"judge.model={MODEL}",
+        *extra,
         "dataset.limit=2",
         "tracking.enabled=false",
-        "hydra.run.dir=outputs/live",
+        f"hydra.run.dir=outputs/{name}",
         cwd=tmp_path,
         env={"OLLAMA_HOST": ollama},
         timeout=900,
     )
     assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "outputs" / name / "cases.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_two_cases_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
+    cases = live_run(ollama, tmp_path, "live")
     run_dir = tmp_path / "outputs/live"
-    cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
     assert [c["case_id"] for c in cases] == ["demo-01", "demo-02"]
     for case in cases:
         assert case["error"] is None and case["answer"].strip()
@@ -72,21 +81,8 @@ def test_two_cases_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
 def test_claims_on_a_real_ollama(ollama: str, tmp_path: Path) -> None:
     """``faithfulness_claims`` with a real judge: the schema goes to Ollama as ``format``, so
     every reply parses; each case lists its claims, each with a verdict."""
-    result = run_ragexp(
-        "llm=ollama",
-        f"generator.model={MODEL}",
-        f"judge.model={MODEL}",
-        "metrics=[faithfulness_claims]",
-        "dataset.limit=2",
-        "tracking.enabled=false",
-        "hydra.run.dir=outputs/claims",
-        cwd=tmp_path,
-        env={"OLLAMA_HOST": ollama},
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr
+    cases = live_run(ollama, tmp_path, "claims", "metrics=[faithfulness_claims]")
     run_dir = tmp_path / "outputs/claims"
-    cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
     for case in cases:
         metric = case["metrics"]["faithfulness_claims"]
         assert metric["error"] is None and metric["parse_ok"], metric
