@@ -11,25 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from statsmodels.stats.power import TTestPower
 
 from ragexp.errors import ConfigError
 from ragexp.generate.sizing import WARNING, advise
+from tests.stats.oracle import paired_t_cases as _n0
 from tests.stats.pilot_run import write_pilot
 
 DOCS = [f"doc{g:03d}.md" for g in range(300) for _ in range(2)]
 """600 cases, 2 per document."""
-
-
-def _n0(sd: float, effect: float, alpha: float = 0.05) -> float:
-    return float(
-        np.squeeze(
-            TTestPower().solve_power(
-                effect_size=effect / sd, nobs=None, alpha=alpha, power=0.8,
-                alternative="two-sided",
-            )
-        )
-    )  # fmt: skip
 
 
 def _needed(sd: float, effect: float, documents: int, icc: float, alpha: float = 0.05) -> int:

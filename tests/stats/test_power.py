@@ -26,25 +26,13 @@ from ragexp.stats.power import (
     plan_metric,
 )
 from ragexp.stats.ranking import summarize_sweep
+from tests.stats.oracle import paired_t_cases as _solve_n
 from tests.sweep import planted
 
 POWER = 0.8
 ALPHA = 0.05
 SIMULATIONS = 4000
 """Simulated tests per setting: the share that rejects has a standard error of 0.006 at 0.8."""
-
-
-def _solve_n(sd: float, effect: float, alpha: float = ALPHA, power: float = POWER) -> float:
-    """statsmodels' size for a two-sided paired t-test (its solver answers some inputs with a
-    one-element array: squeezed to a number)."""
-    return float(
-        np.squeeze(
-            TTestPower().solve_power(
-                effect_size=effect / sd, nobs=None, alpha=alpha, power=power,
-                alternative="two-sided",
-            )
-        )
-    )  # fmt: skip
 
 
 def _solve_effect(n: float, alpha: float = ALPHA, power: float = POWER) -> float:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import numpy as np
 import pytest
-from statsmodels.stats.power import TTestPower
 
 from ragexp.stats.set_size import (
     concentration,
@@ -17,18 +15,7 @@ from ragexp.stats.set_size import (
     mean_cluster_size,
     set_size,
 )
-
-
-def _n0(sd: float, effect: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """statsmodels' size of a two-sided paired t-test (independent cases)."""
-    return float(
-        np.squeeze(
-            TTestPower().solve_power(
-                effect_size=effect / sd, nobs=None, alpha=alpha, power=power,
-                alternative="two-sided",
-            )
-        )
-    )  # fmt: skip
+from tests.stats.oracle import paired_t_cases as _n0
 
 
 def _deff(cases: float, clusters: list[str], icc: float) -> float:
