@@ -38,3 +38,28 @@ def test_a_sqlite_store_is_written_in_wal_mode_and_left_as_one_file(
     finally:
         con.close()
     assert traces == (3,)  # every trace in the database file itself
+
+
+def test_the_file_alone_holds_every_run_when_the_tracking_process_was_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pool: None
+) -> None:
+    """A process killed outright (it did not leave in time) never closes its connections, so
+    its log stays beside the database; the process that started it folds it."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "mlflow.db"
+    assert _run(f"sqlite:///{db}", "job 0").run_id
+    [process] = warm._POOL.idle
+    process.process.kill()  # as `stop` does to a process that does not leave within 5 s
+    process.process.join()
+    wal = tmp_path / "mlflow.db-wal"
+    assert wal.stat().st_size > 0  # the run is in the log only
+    warm.shutdown()
+    assert not wal.exists() or wal.stat().st_size == 0
+    shutil.copy(db, tmp_path / "copy.db")  # the file alone, as a CI job uploads it
+    copy = sqlite3.connect(tmp_path / "copy.db")
+    try:
+        assert copy.execute("SELECT count(*) FROM trace_info").fetchone() == (3,)
+    finally:
+        copy.close()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragexp.tracking.process import serve
+from ragexp.tracking.store import sqlite_path
+from ragexp.tracking.wal import fold_log
 from ragexp.tracking.writer import Open, Preload, Quit, Target
 
 STDLIB_METHODS = ("fork", "spawn", "forkserver")
@@ -56,7 +58,9 @@ class TrackingProcess:
         return self.process.is_alive()
 
     def stop(self) -> None:
-        """End the process: asked first, killed if it does not go."""
+        """End the process: asked first, killed if it does not go; then a sqlite store's
+        write-ahead log is folded into its file here (`fold_log`), as the process's own exit
+        does unless it was killed, so ``mlflow.db`` alone holds every run either way."""
         if self.alive():
             with contextlib.suppress(Exception):
                 self.inbox.put(Quit())
@@ -64,6 +68,9 @@ class TrackingProcess:
         if self.alive():
             self.process.kill()
             self.process.join()
+        db = sqlite_path(self.store[0]) if self.store is not None else None
+        if db is not None:
+            fold_log(db)
 
 
 @dataclass
