@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 from ragexp.commands import generate
+from ragexp.data.chunking import Chunk
+from ragexp.generate.candidate import Candidate
+from ragexp.generate.rounds import Generated
+from ragexp.generate.session import Generation
 
 
 def generate_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -21,6 +25,10 @@ def generate_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[
     ("argv", "message"),
     [
         (["--n", "0"], "ragexp: error: --n 0: give the number of cases wanted, 1 or more\n"),
+        (
+            ["--max-chunks", "0"],
+            "ragexp: error: --max-chunks 0: give the most chunks to ask about, 1 or more\n",
+        ),
         (
             ["--out", "no/such/dir/golden.jsonl"],
             "ragexp: error: --out no/such/dir/golden.jsonl: cannot write in no/such/dir (no such "
@@ -83,3 +91,24 @@ def test_a_server_that_is_down_is_one_line_and_no_file(
     ]
     assert not (workdir / "golden.jsonl").exists()
     assert not (workdir / "golden.report.md").exists()
+
+
+def _generation(kept: int, asked: int, n: int = 10) -> Generation:
+    chunk = Chunk("a.md", "a.md#0", "text")
+    result = Generated(n, 0, quota={"a.md": n}, asked=asked, documents=1)
+    result.kept = [Candidate(f"gen-{i:04d}", f"q{i}", "r", chunk) for i in range(kept)]
+    return Generation(result, generator={"backend": "b", "model": "m", "model_id": "x"},
+                      judge={"backend": "b", "model": "m"})  # fmt: skip
+
+
+def test_a_generator_that_keeps_few_questions_is_told_of_a_larger_one() -> None:
+    lines = generate.summary_lines(_generation(9, 102), [], Path("g.jsonl"), Path("g.report.md"))
+    assert lines[-1] == (
+        "  the generator's questions: 9 kept of 102 chunks asked (9%); a larger generator keeps "
+        "more per call, e.g. generator=ollama generator.model=qwen2.5:7b"
+    )
+    for kept, asked in ((3, 9), (10, 40)):  # too few asked to tell; a quarter kept
+        lines = generate.summary_lines(
+            _generation(kept, asked), [], Path("g.jsonl"), Path("g.report.md")
+        )
+        assert not any("larger generator" in line for line in lines)

@@ -66,6 +66,13 @@ def test_a_later_round_draws_only_what_is_missing_below_the_quotas() -> None:
     assert drawer.next_round(lost) == []  # below quota, but no chunk left: exhausted
 
 
+def test_a_limit_draws_no_more_than_it_allows() -> None:
+    drawer = Drawer(chunks({"a.md": 6, "b.md": 3, "c.md": 1}), 5, seed=0)
+    assert len(drawer.next_round({}, limit=2)) == 2
+    assert len(drawer.next_round({}, limit=0)) == 0
+    assert len(drawer.next_round({}, limit=9)) == 5  # never more than the cases missing
+
+
 def test_the_same_seed_draws_the_same_chunks_in_the_same_order() -> None:
     pieces = chunks({"a.md": 6, "b.md": 3, "c.md": 4})
     ids = [[c.chunk_id for c in Drawer(pieces, 6, seed=s).next_round({})] for s in (7, 7, 8)]

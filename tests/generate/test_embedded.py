@@ -17,19 +17,27 @@ from tests.cli_run import run_ragexp
 @pytest.mark.slow
 def test_the_embedded_model_writes_a_set_that_runs_as_a_dataset(tmp_path: Path) -> None:
     # The LLM-free filters only: the 135M model's judge would send round after round (minutes).
-    result = run_ragexp("generate", "--n", "4", "--out", "golden.jsonl",
+    # How many of its questions survive depends on the CPU's arithmetic (another CPU decodes
+    # other words), so the chunks asked are bounded and any set of 1 to 4 cases is checked.
+    result = run_ragexp("generate", "--n", "4", "--out", "golden.jsonl", "--max-chunks", "24",
                         "--filters", "too_generic,near_duplicates", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr + result.stdout
     assert "Traceback" not in result.stderr
-    assert "ragexp: wrote 4 cases to golden.jsonl" in result.stdout
     cases = [json.loads(line) for line in (tmp_path / "golden.jsonl").read_text().splitlines()]
+    assert 1 <= len(cases) <= 4
+    written = (
+        "ragexp: wrote 4 cases to golden.jsonl"
+        if len(cases) == 4
+        else f"ragexp: --max-chunks 24 reached after {len(cases)} of 4: 24 chunks asked"
+    )
+    assert written in result.stdout
     corpus = load_corpus(bundled_data_dir() / "demo" / "corpus")
     chunks = {doc: len(chunk_text(doc, text, 40, 8)) for doc, text in corpus.items()}
-    assert len({c["question"] for c in cases}) == len(cases) == 4
+    assert len({c["question"] for c in cases}) == len(cases)
     assert all(c["relevant_docs"][0] in corpus for c in cases)
     # no demo document holds a quarter of the chunks: each one's quota of 4 is ceil(< 1) = 1
     assert max(chunks.values()) < sum(chunks.values()) / 4
-    assert len({c["cluster"] for c in cases}) == 4
+    assert len({c["cluster"] for c in cases}) == len(cases)
     assert {c["generator"]["backend"] for c in cases} == {"embedded"}
     report = json.loads((tmp_path / "golden.report.json").read_text())
     assert set(report["filters"]) == {"too_generic", "near_duplicates"}

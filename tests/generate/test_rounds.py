@@ -72,12 +72,19 @@ class HalfOfFirstRound:
 
 
 def run(
-    config: RunConfig, cache: Path, n: int, filters: Sequence[Filter] = (), seed: int = 0
+    config: RunConfig,
+    cache: Path,
+    n: int,
+    filters: Sequence[Filter] = (),
+    seed: int = 0,
+    max_chunks: int | None = None,
 ) -> tuple[Generation, str]:
     """`ragexp generate`'s session in this process, its calls cached in ``cache``."""
     config = config.model_copy(update={"cache": config.cache.model_copy(update={"dir": cache})})
     progress = io.StringIO()
-    generation = asyncio.run(generate(config, registry(), n, seed, lambda: filters, progress))
+    generation = asyncio.run(
+        generate(config, registry(), n, seed, lambda: filters, progress, max_chunks=max_chunks)
+    )
     return generation, progress.getvalue()
 
 
@@ -110,6 +117,24 @@ def test_removed_candidates_are_replaced_by_later_rounds_within_the_quotas(
     )
     assert progress.count(": OK What of ") == 12  # one line per chunk
     assert outcome_line(report_json(generation, ["half"])) == "wrote 8 cases"
+
+
+def test_max_chunks_bounds_the_chunks_asked_and_says_it_stopped_there(
+    server: FakeOllama, config: RunConfig, cache: Path
+) -> None:
+    """8 wanted, half the first round removed, at most 10 chunks: the second round asks 2 of
+    the 4 missing, and the outcome names the bound, not the corpus."""
+    server.responder = scripted()
+    generation, progress = run(config, cache, 8, [HalfOfFirstRound()], max_chunks=10)
+    result = generation.result
+    assert (result.asked, len(result.kept), result.rounds) == (10, 6, 2)
+    assert result.exhausted and result.budget_spent
+    assert progress.count(": OK What of ") == 10
+    report = report_json(generation, ["half"])
+    assert (report["max_chunks"], report["budget_spent"]) == (10, True)
+    assert outcome_line(report).startswith("--max-chunks 10 reached after 6 of 8: 10 chunks asked")
+    unbounded, _ = run(config, cache, 8, [HalfOfFirstRound()], max_chunks=12)
+    assert len(unbounded.result.kept) == 8 and not unbounded.result.budget_spent
 
 
 def test_a_reply_that_does_not_parse_is_a_skipped_chunk_named_with_its_reason(

@@ -62,6 +62,12 @@ def parser() -> argparse.ArgumentParser:
         "'' for none)",
     )
     parser.add_argument(
+        "--max-chunks",
+        type=int,
+        help="ask the generator about at most this many chunks in all (default: until --n "
+        "cases are kept or the corpus runs out)",
+    )
+    parser.add_argument(
         "--similarity",
         type=float,
         default=FilterOptions().similarity,
@@ -85,7 +91,15 @@ def run(args: argparse.Namespace) -> int:
         for line in _sizing(args, planned):
             print(line)
         generation = asyncio.run(
-            generate(config, registry(), args.n, args.seed, make_filters, sys.stderr)
+            generate(
+                config,
+                registry(),
+                args.n,
+                args.seed,
+                make_filters,
+                sys.stderr,
+                max_chunks=args.max_chunks,
+            )
         )
         names = [f.name for f in make_filters()]
         if generation.result.kept:
@@ -116,6 +130,10 @@ def with_cases(overrides: Sequence[str]) -> list[str]:
 def _check_args(args: argparse.Namespace) -> None:
     if args.n < 1:
         raise ConfigError(f"--n {args.n}: give the number of cases wanted, 1 or more")
+    if args.max_chunks is not None and args.max_chunks < 1:
+        raise ConfigError(
+            f"--max-chunks {args.max_chunks}: give the most chunks to ask about, 1 or more"
+        )
     out: Path = args.out
     folder = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
@@ -168,7 +186,7 @@ def summary_lines(generation: Generation, filters: Sequence[str], out: Path, md:
     calls = "; ".join(
         f"{role} {c['made']} made, {c['cached']} cached" for role, c in data["calls"].items()
     )
-    return [
+    lines = [
         head + where,
         f"  documents: {len(data['documents'])}, "
         + ("none over its quota" if not over else f"over quota: {', '.join(over)}"),
@@ -176,3 +194,16 @@ def summary_lines(generation: Generation, filters: Sequence[str], out: Path, md:
         f"  calls: {calls}",
         f"  report: {md}",
     ]
+    asked, written = data["chunks_asked"], data["written"]
+    if asked >= POOR_YIELD_MIN_ASKED and written < POOR_YIELD * asked:
+        lines.append(
+            f"  the generator's questions: {written} kept of {asked} chunks asked "
+            f"({written / asked:.0%}); a larger generator keeps more per call, e.g. "
+            "generator=ollama generator.model=qwen2.5:7b"
+        )
+    return lines
+
+
+POOR_YIELD = 0.25
+"""Below this share of the chunks asked kept, the summary suggests a larger generator."""
+POOR_YIELD_MIN_ASKED = 10

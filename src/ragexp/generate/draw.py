@@ -74,11 +74,13 @@ class Drawer:
             self._rng.shuffle(pile)
             self._left[doc] = pile
 
-    def next_round(self, kept: Mapping[str, int]) -> list[Chunk]:
+    def next_round(self, kept: Mapping[str, int], limit: int | None = None) -> list[Chunk]:
         """The chunks to ask about next, given the cases kept so far per document: as many as
-        are still missing (``n`` minus those kept), none for a document at its quota; empty when
-        the corpus (within the quotas) is exhausted."""
+        are still missing (``n`` minus those kept, at most ``limit``), none for a document at its
+        quota; empty when the corpus (within the quotas) is exhausted."""
         need = self.n - sum(kept.values())
+        if limit is not None:
+            need = min(need, limit)
         room = {
             doc: min(self.quota[doc] - kept.get(doc, 0), len(pile))
             for doc, pile in self._left.items()

@@ -67,6 +67,8 @@ def report_json(generation: Generation, filters: Sequence[str]) -> dict[str, Any
         "seed": result.seed,
         "written": len(result.kept),
         "exhausted": result.exhausted,
+        "max_chunks": result.max_chunks,
+        "budget_spent": result.budget_spent,
         "rounds": result.rounds,
         "chunks_asked": result.asked,
         "trivial_chunks": result.trivial,
@@ -89,12 +91,18 @@ def report_json(generation: Generation, filters: Sequence[str]) -> dict[str, Any
 
 
 def outcome_line(report: dict[str, Any]) -> str:
-    """``wrote 200 cases`` or ``the corpus ran out after 143 of 200: ...``."""
+    """``wrote 200 cases``, ``the corpus ran out after 143 of 200: ...`` or ``--max-chunks 40
+    reached after 12 of 200: ...``."""
     if not report["exhausted"]:
         return f"wrote {report['written']} cases"
     removed = sum(f["removed"] for f in report["filters"].values())
+    why = (
+        f"--max-chunks {report['max_chunks']} reached"
+        if report.get("budget_spent")
+        else "the corpus ran out"
+    )
     return (
-        f"the corpus ran out after {report['written']} of {report['n']}: "
+        f"{why} after {report['written']} of {report['n']}: "
         f"{report['chunks_asked']} chunks asked, {removed} removed, "
         f"{len(report['skipped'])} skipped (see report)"
     )

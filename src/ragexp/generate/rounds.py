@@ -1,6 +1,7 @@
 """A golden set, round by round: draw chunks (`ragexp.generate.draw`), ask the generator about
 each (`ragexp.generate.ask`), pass the round's candidates through the filters with the survivors
-of earlier rounds, and draw again until ``n`` cases are kept or the corpus is exhausted."""
+of earlier rounds, and draw again until ``n`` cases are kept, the corpus is exhausted or the
+chunks asked reach ``max_chunks``."""
 
 from __future__ import annotations
 
@@ -42,14 +43,21 @@ class Generated:
     asked: int = 0
     """Chunks the generator was asked about, every round."""
     rounds: int = 0
+    max_chunks: int | None = None
+    """The most chunks the generator may be asked about (``--max-chunks``; None: the corpus)."""
     trivial: int = 0
     """Chunks never drawn: too few words, or headings only."""
     documents: int = 0
 
     @property
     def exhausted(self) -> bool:
-        """Fewer than ``n`` kept: the corpus (within the quotas) ran out."""
+        """Fewer than ``n`` kept: the corpus (within the quotas) ran out, or `budget_spent`."""
         return len(self.kept) < self.n
+
+    @property
+    def budget_spent(self) -> bool:
+        """Fewer than ``n`` kept because ``max_chunks`` chunks were asked about."""
+        return self.exhausted and self.max_chunks is not None and self.asked >= self.max_chunks
 
     def kept_per_document(self) -> dict[str, int]:
         counts = {doc: 0 for doc in self.quota}
@@ -72,17 +80,22 @@ async def generate_set(
     filters: Sequence[Filter],
     *,
     trivial: int = 0,
+    max_chunks: int | None = None,
     progress: TextIO = sys.stderr,
 ) -> Generated:
-    """Up to ``n`` cases from ``chunks`` (the drawable ones): rounds until ``n`` are kept or no
-    document below its quota has a chunk left."""
+    """Up to ``n`` cases from ``chunks`` (the drawable ones): rounds until ``n`` are kept, no
+    document below its quota has a chunk left, or ``max_chunks`` chunks were asked about."""
     drawer = Drawer(chunks, n, seed)
     result = Generated(
-        n, seed, quota=dict(drawer.quota), trivial=trivial, documents=len(drawer.quota)
-    )
+        n, seed, quota=dict(drawer.quota), max_chunks=max_chunks, trivial=trivial,
+        documents=len(drawer.quota),
+    )  # fmt: skip
     while len(result.kept) < n:
         first = len(drawer.drawn)
-        picked = drawer.next_round(result.kept_per_document())
+        limit = None if max_chunks is None else max_chunks - result.asked
+        if limit is not None and limit <= 0:
+            break
+        picked = drawer.next_round(result.kept_per_document(), limit)
         if not picked:
             break
         result.rounds += 1

@@ -72,6 +72,7 @@ async def generate(
     seed: int,
     make_filters: Callable[[], Sequence[Filter]],
     progress: TextIO = sys.stderr,
+    max_chunks: int | None = None,
 ) -> Generation:
     """A golden set of up to ``n`` cases from the config's corpus (raises the first
     `RagexpError` a call meets: a server down, a model it does not have)."""
@@ -86,8 +87,9 @@ async def generate(
         await pool.preflight()
         tools = FilterTools(judge=endpoint_judge(judge), ask=endpoint_ask(generator))
         result = await generate_set(
-            chunks, n, seed, generator, tools, filters, trivial=len(trivial), progress=progress
-        )
+            chunks, n, seed, generator, tools, filters, trivial=len(trivial),
+            max_chunks=max_chunks, progress=progress,
+        )  # fmt: skip
         calls = {"generator": Calls(generator.calls, generator.cached)}
         if judge is not generator:
             calls["judge"] = Calls(judge.calls, judge.cached)

@@ -34,8 +34,41 @@ def chat_kwargs(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("seed") is not None:
         kwargs["seed"] = request["seed"]
     if request.get("schema") is not None:
-        kwargs["grammar"] = grammar_for(json.dumps(request["schema"], sort_keys=True))
+        schema = bounded_strings(request["schema"], request["max_tokens"])
+        kwargs["grammar"] = grammar_for(json.dumps(schema, sort_keys=True))
     return kwargs
+
+
+CHARS_PER_TOKEN = 3
+"""Characters a token is counted as when a reply's strings are bounded: fewer than English
+text's ~4, so a bound reached by odd text (digits, punctuation) still fits ``max_tokens``."""
+JSON_TOKENS = 16
+"""Tokens kept for the object's keys, quotes and braces."""
+MIN_CHARS = 40
+
+
+def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """``schema`` with a ``maxLength`` on each free string property of its top-level object
+    (no ``enum``, ``const``, ``pattern`` or ``maxLength`` of its own), the reply's ``max_tokens``
+    shared among them: ``CHARS_PER_TOKEN · (max_tokens − JSON_TOKENS) / their number``, at
+    least `MIN_CHARS`. A tiny model that repeats itself inside a string (the 135M one does) is
+    then made to close the string, and the object, before ``max_tokens`` cuts it into a reply
+    that does not parse. Other schemas are returned as they are."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return schema
+    free = [
+        name
+        for name, spec in properties.items()
+        if isinstance(spec, dict)
+        and spec.get("type") == "string"
+        and not {"enum", "const", "pattern", "maxLength"} & set(spec)
+    ]
+    if not free:
+        return schema
+    chars = max(MIN_CHARS, CHARS_PER_TOKEN * (max_tokens - JSON_TOKENS) // len(free))
+    bounded = {name: {**properties[name], "maxLength": chars} for name in free}
+    return {**schema, "properties": {**properties, **bounded}}
 
 
 @lru_cache(maxsize=64)
