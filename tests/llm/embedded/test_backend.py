@@ -6,11 +6,9 @@ import asyncio
 import copy
 import importlib.util
 import json
-import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +22,6 @@ from ragexp.llm.embedded.backend import EmbeddedBackend, gguf_path
 from ragexp.llm.embedded.batch import BatchEngine
 from ragexp.llm.embedded.native import reinstall_command
 from ragexp.llm.interface import Completion
-from tests.conftest import FAKE_LLAMA
-
-
-@pytest.fixture
-def fake_llama(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """The worker imports tests/fake_llama's llama_cpp instead of the real one (as the portable
-    build, whatever this CPU is)."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKE_LLAMA), *sys.path]))
-    monkeypatch.setenv("RAGEXP_LLAMA_VARIANT", "portable")
-    yield monkeypatch
 
 
 def _chat(backend: EmbeddedBackend, calls: int) -> list[Completion]:

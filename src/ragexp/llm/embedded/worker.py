@@ -18,17 +18,27 @@ answer line:
 A failure that leaves the worker usable is ``{"error": message}``. Answers go to a copy of the
 original stdout; fd 1 itself is pointed at stderr, so whatever llama.cpp prints cannot corrupt
 the protocol.
+
+Workers on one machine take turns on its cores (`CpuTurns`): each decoding step (a prompt read,
+one token for every sequence in flight) runs while holding a lock file, since llama.cpp's
+threads, one per core, spin while they wait for each other. Two workers computing at once on
+2 cores each took 10 times as long as one alone (a 2-case run, 6 calls: 84 s each, against
+8.7 s alone); taking turns, each takes about twice as long (`benchmarks/embedded_share.py`).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import fcntl
 import json
 import os
 import queue
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ragexp.llm.embedded.batch import BatchEngine, chat_kwargs
@@ -37,6 +47,87 @@ PARALLEL = 8
 """Sequences decoded together (see `BatchEngine`). Demo on 2 cores, start to exit, alternated
 with the serial worker (134 s, 4 runs): 4 sequences with 4 cases in flight 118 s (3 runs),
 8 sequences with 8 cases in flight 107 s (2 runs)."""
+
+
+SHARE_ENV = "RAGEXP_LLAMA_SHARE_CPU"
+"""``0``: neither take turns nor fit the threads to the free cores (each worker decodes on every
+core, as llama.cpp does by default); the baseline of ``benchmarks/embedded_share.py``."""
+
+
+def sharing() -> bool:
+    return os.environ.get(SHARE_ENV, "1") != "0"
+
+
+def lock_path() -> str:
+    """One file per machine (its temporary folder), whoever runs the worker."""
+    return os.path.join(tempfile.gettempdir(), "ragexp-llama-cpu.lock")
+
+
+class CpuTurns:
+    """Turns on this machine's cores among the embedded workers running on it: an exclusive
+    ``flock`` on one file, held for one decoding step at a time. Released by the kernel when a
+    worker dies; a file that cannot be opened (another user's, a read-only folder) means no
+    turns, as before."""
+
+    def __init__(self, path: str | None) -> None:
+        self.fd: int | None = None
+        if path:
+            with contextlib.suppress(OSError):
+                self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+
+    @classmethod
+    def from_env(cls) -> CpuTurns:
+        return cls(lock_path() if sharing() else None)
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        if self.fd is None:
+            yield
+            return
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
+def busy_elsewhere(proc: str = "/proc") -> int | None:
+    """The tasks Linux counts as running at this moment (``/proc/loadavg``'s fourth field,
+    ``running/total``) that are not this process's own threads (llama.cpp's, still spinning from
+    the last step, and this one); None where ``/proc`` cannot be read."""
+    try:
+        with open(os.path.join(proc, "loadavg"), encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        own = 0
+        tasks = os.path.join(proc, "self", "task")
+        for task in os.listdir(tasks):
+            with contextlib.suppress(OSError), open(os.path.join(tasks, task, "stat")) as f:
+                own += f.read().rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - own)
+
+
+class FreeCores:
+    """The cores to decode on: ``cores`` minus the tasks running elsewhere in each of the last
+    `SAMPLES` looks (`busy_elsewhere`), at least 1. A task seen once (the run's own process
+    reading a reply) takes no core away; a process that keeps a core busy does, from the
+    `SAMPLES`-th step on, and the core comes back at the first look that finds it free."""
+
+    SAMPLES = 4
+
+    def __init__(self, cores: int, look: Callable[[], int | None] = busy_elsewhere) -> None:
+        self.cores = cores
+        self.look = look
+        self.seen: collections.deque[int] = collections.deque(maxlen=self.SAMPLES)
+
+    def now(self) -> int:
+        busy = self.look()
+        if busy is None:
+            return self.cores
+        self.seen.append(busy)
+        steady = min(self.seen) if len(self.seen) == self.SAMPLES else 0
+        return max(1, min(self.cores, self.cores - steady))
 
 
 def _send(out: IO[str], payload: dict[str, Any]) -> None:
@@ -81,6 +172,9 @@ class _Model:
                 convert_to_f16(path, f16_path)
             path = f16_path
         threads = os.cpu_count() or 1  # llama-cpp-python defaults to half the cores
+        self.cores = threads
+        self.threads = threads
+        self.free = FreeCores(threads)
         self.llama = llama_cpp.Llama(
             model_path=path,
             n_ctx=n_ctx,
@@ -92,6 +186,19 @@ class _Model:
         )
         batching = parallel > 1 and hasattr(llama_cpp, "llama_batch_init")
         self.engine = BatchEngine(self.llama, parallel) if batching else None
+
+    def fit_threads(self) -> None:
+        """Decode with as many threads as there are cores no other process is running on now
+        (`FreeCores`): llama.cpp's threads wait for each other at every step, so one thread on
+        a busy core holds back the rest. Measured (a 2-case run, 6 calls, 2 cores): 8.7 s with 2
+        threads and 12.9 s with 1 on an idle machine; beside a process busy on one core, 21.6 s
+        with 2 and 13.8 s with 1."""
+        threads = self.free.now() if sharing() else self.cores
+        set_threads = getattr(self.llama_cpp, "llama_set_n_threads", None)
+        if threads != self.threads and set_threads is not None:
+            ctx = self.engine.ctx.ctx if self.engine is not None else self.llama.ctx
+            set_threads(ctx, threads, threads)
+            self.threads = threads
 
     @property
     def parallel(self) -> int:
@@ -141,6 +248,7 @@ def serve(requests: IO[str], out: IO[str]) -> int:
     _send(out, {"system_info": info.decode() if isinstance(info, bytes) else str(info)})
     inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
     threading.Thread(target=_read_lines, args=(requests, inbox), daemon=True).start()
+    turns = CpuTurns.from_env()
     model: _Model | None = None
     closed = False
     while True:
@@ -151,9 +259,12 @@ def serve(requests: IO[str], out: IO[str]) -> int:
             if request is None:
                 closed = True
                 break
-            model = _handle(request, model, out)
+            model = _handle(request, model, out, turns)
         if model is not None and model.engine is not None and model.engine.busy:
-            for seq in model.engine.step():
+            with turns.turn():
+                model.fit_threads()
+                finished = model.engine.step()
+            for seq in finished:
                 _send(out, BatchEngine.answer(seq))
 
 
@@ -170,8 +281,11 @@ def _arrived(
             return
 
 
-def _handle(request: dict[str, Any], model: _Model | None, out: IO[str]) -> _Model | None:
-    """Load, answer (serial path) or admit (batched path) one request; returns the model."""
+def _handle(
+    request: dict[str, Any], model: _Model | None, out: IO[str], turns: CpuTurns
+) -> _Model | None:
+    """Load, answer (serial path, in its turn) or admit (batched path) one request; returns the
+    model."""
     try:
         if request["op"] == "load":
             model = _Model(
@@ -185,7 +299,10 @@ def _handle(request: dict[str, Any], model: _Model | None, out: IO[str]) -> _Mod
         elif model is None:
             _send(out, {"id": request.get("id"), "error": "no model loaded"})
         elif model.engine is None:
-            _send(out, model.chat(request))
+            with turns.turn():
+                model.fit_threads()
+                answer = model.chat(request)
+            _send(out, answer)
         else:
             model.engine.submit(model.engine.prepare(request))
     except Exception as exc:  # e.g. a prompt longer than the context window (ValueError)
