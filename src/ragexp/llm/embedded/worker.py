@@ -66,14 +66,15 @@ def lock_path() -> str:
 class CpuTurns:
     """Turns on this machine's cores among the embedded workers running on it: an exclusive
     ``flock`` on one file, held for one decoding step at a time. Released by the kernel when a
-    worker dies; a file that cannot be opened (another user's, a read-only folder) means no
+    worker dies. The file is opened read-only (``flock`` needs no more), so another user's
+    workers share it too; one that cannot be opened (a folder that cannot be written) means no
     turns, as before."""
 
     def __init__(self, path: str | None) -> None:
         self.fd: int | None = None
         if path:
             with contextlib.suppress(OSError):
-                self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                self.fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # flock needs no write
 
     @classmethod
     def from_env(cls) -> CpuTurns:
