@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,9 +148,11 @@ def interrupt_after_cases(
     run_dir: str,
     env: dict[str, str] | None = None,
     sig: int = 2,
+    ready: Callable[[], bool] = lambda: True,
 ) -> subprocess.CompletedProcess[str]:
     """Start `python -m ragexp`, send ``sig`` (default SIGINT, a Ctrl-C) once
-    `<run_dir>/cases.jsonl` holds ``n_cases`` lines (or after 60 s), and wait for it to end."""
+    `<run_dir>/cases.jsonl` holds ``n_cases`` lines and ``ready()`` is true (or after 60 s),
+    and wait for it to end."""
     import time
 
     proc = subprocess.Popen(
@@ -163,7 +165,7 @@ def interrupt_after_cases(
     cases = cwd / run_dir / "cases.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if cases.exists() and len(cases.read_text().splitlines()) >= n_cases:
+        if cases.exists() and len(cases.read_text().splitlines()) >= n_cases and ready():
             break
         time.sleep(0.1)
     proc.send_signal(sig)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import OllamaRun, interrupt_after_cases, mlflow_runs
+from tests.cli_run import OllamaRun, interrupt_after_cases, mlflow_runs, mlflow_traces
 
 
 def test_a_job_killed_outright_leaves_its_run_killed_with_the_finished_cases(
@@ -18,9 +18,20 @@ def test_a_job_killed_outright_leaves_its_run_killed_with_the_finished_cases(
 
     tmp_path = ollama.cwd
     ollama.server.delay_s = 0.3
+
+    # the store made first, so that looking into it below never races the run creating it
+    mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_experiments()
+
+    def three_traces_logged() -> bool:
+        """Killed once 3 cases are in MLflow: a case still on its way to the tracking process
+        when the job is killed outright is lost to MLflow (it is in cases.jsonl)."""
+        runs = mlflow_runs(tmp_path)
+        return bool(runs) and len(mlflow_traces(tmp_path, runs[0].info.run_id)) >= 3
+
     result = interrupt_after_cases(
-        3, "llm=ollama", cwd=tmp_path, run_dir="outputs/run", env=ollama.env, sig=signal.SIGKILL
-    )
+        3, "llm=ollama", cwd=tmp_path, run_dir="outputs/run", env=ollama.env, sig=signal.SIGKILL,
+        ready=three_traces_logged,
+    )  # fmt: skip
     assert result.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 60  # the tracker notices within 5 s that its parent is gone
     while time.monotonic() < deadline:
