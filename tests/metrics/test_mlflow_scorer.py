@@ -94,6 +94,27 @@ def test_a_number_outside_0_1_needs_label_scores() -> None:
         metric.read(7)
 
 
+def test_several_feedbacks_score_their_mean_and_any_error_is_the_cases() -> None:
+    """As `RetrievalRelevance` returns one feedback per retrieved chunk."""
+    from mlflow.entities import AssessmentError, Feedback
+
+    from tests.metrics.mlflow_scorers import long_answer
+
+    metric = ScorerMetric(long_answer, label_scores={"partly": 0.5})
+    chunks = [Feedback(value=v, rationale=f"chunk {n}") for n, v in enumerate(["yes", "no", "yes"])]
+    result = metric.read([*chunks, Feedback(value="partly", rationale="chunk 3")])
+    assert result.score == pytest.approx((1 + 0 + 1 + 0.5) / 4) and result.label is None
+    assert result.raw == "chunk 0\nchunk 1\nchunk 2\nchunk 3"
+    failed = Feedback(error=AssessmentError(error_code="E", error_message="judge down"))
+    with pytest.raises(Exception, match=r"^scorer 'long_answer': judge down$"):
+        metric.read([chunks[0], failed])
+    with pytest.raises(Exception, match="3 feedbacks, not all of them with a score"):
+        metric.read([*chunks[:2], Feedback(value="maybe")])
+    with pytest.raises(Exception, match="returned no feedback"):
+        metric.read([])
+    assert metric.read([chunks[1]]).label == "no"  # one in a list: as one alone
+
+
 def test_a_builtin_scorer_by_name_takes_its_metric_options(tmp_path: Path) -> None:
     """MLflow's deterministic built-in RegexMatch (MLflow 3.17; on an MLflow without it, the one
     line that says so), its ``pattern`` from ``metric_options``."""

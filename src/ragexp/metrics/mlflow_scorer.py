@@ -7,7 +7,8 @@ becomes the case's result, named after the scorer. See docs/mlflow.md.
 A ``Feedback`` (or a bare value) maps to a score: ``True``/``yes`` 1, ``False``/``no`` 0, a number
 in [0, 1] as it is, another label (``CategoricalRating`` values, a grade) its text as the label
 and no score unless ``label_scores`` gives one; the rationale is the raw text; a
-``Feedback.error`` is the case's metric error. The scorer runs in a worker thread (it may call
+``Feedback.error`` is the case's metric error; several feedbacks (one per chunk) score their
+mean. The scorer runs in a worker thread (it may call
 its own LLM). A scorer that reads a trace (a ``trace`` parameter) gets the case's, built in memory
 (`ragexp.metrics.mlflow_trace`).
 """
@@ -63,24 +64,42 @@ class ScorerMetric:
         return self.read(value)
 
     def read(self, value: Any) -> MetricResult:
-        """A scorer's return value (a Feedback, a list of them, or a bare value) as a result."""
+        """A scorer's return value (a Feedback, a list of them, or a bare value) as a result.
+
+        Several feedbacks (``RetrievalRelevance`` gives one per retrieved chunk) score their
+        mean, with no label, and their rationales one per line; any one's error is the case's
+        metric error, and a value among them with no score makes the whole case have none."""
         if isinstance(value, list):
-            if len(value) != 1:
-                raise MetricError(
-                    f"scorer '{self.name}' returned {len(value)} feedbacks; ragexp takes a "
-                    "scorer that returns one"
-                )
+            if not value:
+                raise MetricError(f"scorer '{self.name}' returned no feedback")
+            if len(value) > 1:
+                return self._mean(value)
             value = value[0]
-        rationale = None
-        if hasattr(value, "value") and hasattr(value, "rationale"):  # a Feedback
-            error = getattr(value, "error", None)
-            if error is not None:
-                message = getattr(error, "error_message", None) or str(error)
-                raise MetricError(f"scorer '{self.name}': {message}")
-            rationale = value.rationale
-            value = value.value
+        rationale, value = self._unwrap(value)
         label, score = self._score(value)
         return MetricResult(score=score, label=label, raw=rationale, parse_ok=True)
+
+    def _mean(self, feedbacks: list[Any]) -> MetricResult:
+        read = [self._unwrap(f) for f in feedbacks]
+        scores = [self._score(value)[1] for _, value in read]
+        if any(score is None for score in scores):
+            raise MetricError(
+                f"scorer '{self.name}' returned {len(feedbacks)} feedbacks, not all of them with "
+                "a score; give label_scores to map their values to scores"
+            )
+        mean = sum(s for s in scores if s is not None) / len(scores)
+        raw = "\n".join(str(rationale) for rationale, _ in read if rationale is not None)
+        return MetricResult(score=mean, label=None, raw=raw or None, parse_ok=True)
+
+    def _unwrap(self, value: Any) -> tuple[str | None, Any]:
+        """A Feedback's rationale and value (raising its error), or a bare value."""
+        if not (hasattr(value, "value") and hasattr(value, "rationale")):
+            return None, value
+        error = getattr(value, "error", None)
+        if error is not None:
+            message = getattr(error, "error_message", None) or str(error)
+            raise MetricError(f"scorer '{self.name}': {message}")
+        return value.rationale, value.value
 
     def _score(self, value: Any) -> tuple[str | None, float | None]:
         if isinstance(value, bool):
