@@ -15,8 +15,10 @@ from scipy.stats import norm
 
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.stats import CONFIDENCE
+from ragexp.stats.intervals import z_value
 from ragexp.stats.judge_card import BOOTSTRAP, MIN_LABELS
 from ragexp.stats.jury import krippendorff_alpha, verdict_table
+from ragexp.stats.power import POWER
 
 Worth = Literal["too few", "better", "no better", "undecided"]
 
@@ -139,8 +141,9 @@ def _worth(
         return "better", None
     if gain <= SMALL_GAIN or high < MATERIAL_GAIN:
         return "no better", None
-    se = (high - low) / (2 * float(norm.ppf(0.975)))
-    needed = n_labels * ((float(norm.ppf(0.975)) + float(norm.ppf(0.8))) * se / gain) ** 2
+    z = z_value()  # the gain's interval is a CONFIDENCE one
+    se = (high - low) / (2 * z)
+    needed = n_labels * ((z + float(norm.ppf(POWER))) * se / gain) ** 2
     return "undecided", int(np.ceil(needed))
 
 
