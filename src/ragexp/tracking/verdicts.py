@@ -20,8 +20,6 @@ from typing import Any
 from ragexp.errors import first_line
 from ragexp.results.case import CaseResult
 from ragexp.tracking.assessments import judge_feedback
-from ragexp.tracking.store import sqlite_path
-from ragexp.tracking.wal import fold_log
 
 RAGEXP_SOURCES = frozenset({"LLM_JUDGE", "CODE"})
 RAGEXP_METADATA = frozenset({"metric_version", "parse_ok"})
@@ -54,9 +52,6 @@ def write_verdicts(tracking_uri: str, cases: Sequence[CaseResult], judge_model: 
             failed.append(f"{case.case_id} ({first_line(exc)})")
             continue
         traces += 1
-    db = sqlite_path(tracking_uri)
-    if db is not None:  # the file alone holds the verdicts (copied, uploaded by a CI job)
-        fold_log(db)
     line = f"ragexp: wrote {written} verdicts back onto {traces} MLflow traces at {tracking_uri}"
     if replaced:
         line += f", replacing {replaced} an earlier run wrote"

@@ -63,9 +63,10 @@ def close_connections() -> None:
 
 def fold_log(db: Path) -> None:
     """Fold the write-ahead log of ``db`` back into it now (SQLite's ``wal_checkpoint(TRUNCATE)``),
-    for a process that wrote to the store and keeps running or leaves without closing MLflow's
-    connections (the verdicts written back onto traces): ``mlflow.db`` then holds them on its own.
-    Best effort: a store kept busy by another process folds its log when that one closes."""
+    for the process that started a tracking process, once that one has ended (killed, it closed
+    no connection; this process may hold MLflow's own, from the verdicts written back onto
+    traces): ``mlflow.db`` then holds every run on its own. Best effort: a store kept busy by
+    another process folds its log when that one closes."""
     if not db.is_file():
         return
     with (
