@@ -173,9 +173,8 @@ class _Model:
                 convert_to_f16(path, f16_path)
             path = f16_path
         threads = os.cpu_count() or 1  # llama-cpp-python defaults to half the cores
-        self.cores = threads
         self.threads = threads
-        self.free = FreeCores(threads)
+        self.free = FreeCores(threads) if sharing() else None
         self.llama = llama_cpp.Llama(
             model_path=path,
             n_ctx=n_ctx,
@@ -194,9 +193,11 @@ class _Model:
         a busy core holds back the rest. Measured (a 2-case run, 6 calls, 2 cores): 8.7 s with 2
         threads and 12.9 s with 1 on an idle machine; beside a process busy on one core, 21.6 s
         with 2 and 13.8 s with 1."""
-        threads = self.free.now() if sharing() else self.cores
         set_threads = getattr(self.llama_cpp, "llama_set_n_threads", None)
-        if threads != self.threads and set_threads is not None:
+        if self.free is None or set_threads is None:
+            return
+        threads = self.free.now()
+        if threads != self.threads:
             ctx = self.engine.ctx.ctx if self.engine is not None else self.llama.ctx
             set_threads(ctx, threads, threads)
             self.threads = threads
