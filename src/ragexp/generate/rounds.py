@@ -92,9 +92,7 @@ async def generate_set(
     )  # fmt: skip
     while len(result.kept) < n:
         first = len(drawer.drawn)
-        limit = None if max_chunks is None else max_chunks - result.asked
-        if limit is not None and limit <= 0:
-            break
+        limit = None if max_chunks is None else max_chunks - result.asked  # 0: none drawn
         picked = drawer.next_round(result.kept_per_document(), limit)
         if not picked:
             break
