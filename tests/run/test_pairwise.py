@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import ragexp.run.pairwise as pairwise_run
 from ragexp.commands import compare
 from ragexp.plugins.manager import registry
 from ragexp.results import CaseResult
@@ -95,6 +96,26 @@ def test_a_judge_that_knows_the_truth_ranks_b_first_and_a_rerun_makes_no_call(
     assert (again.calls_made, again.calls_cached) == (0, 2 * N_CASES)
     assert len(server.requests_to("/api/chat")) == 2 * N_CASES  # no new request
     assert same == result
+
+
+@pytest.mark.parametrize("change", ["version", "prompt"])
+def test_a_new_pairwise_prompt_or_parser_version_is_asked_again(
+    runs: dict[str, Any],
+    judge: tuple[FakeOllama, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    """Each key part of a pairwise call: the prompt (in the messages) and the prompt's and
+    parser's version; a change makes every call again instead of serving old verdicts."""
+    server, overrides = judge
+    compare_pairwise(overrides, registry(), runs["a"], runs["b"])
+    if change == "version":
+        monkeypatch.setattr(pairwise_run, "VERSION", "2")
+    else:
+        monkeypatch.setattr(pairwise_run, "PROMPT", pairwise_run.PROMPT + "\nBe brief.")
+    again, _ = compare_pairwise(overrides, registry(), runs["a"], runs["b"])
+    assert (again.calls_made, again.calls_cached) == (2 * N_CASES, 0)
+    assert len(server.requests_to("/api/chat")) == 4 * N_CASES
 
 
 def test_a_judge_that_always_answers_a_measures_its_bias_and_decides_nothing(

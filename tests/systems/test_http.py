@@ -1,6 +1,7 @@
 """``system=http`` through the real command against a RAG service in its own process on
 127.0.0.1: a sweep over one of the service's options, retrieval metrics from the document ids it
-returns, a re-run that asks it nothing, its faults per case, and its API key nowhere."""
+returns, a re-run that asks it again (ragexp cannot see the service change), its faults per case,
+and its API key nowhere."""
 
 from __future__ import annotations
 
@@ -73,13 +74,20 @@ def test_a_sweep_over_an_option_of_the_service(
     assert summary["cost"]["tokens_in"] == 6 * 50 and summary["cost"]["latency_p50_s"] > 0
 
 
-def test_a_rerun_asks_the_service_nothing(swept: tuple[Path, list[Any], list[int]]) -> None:
+def test_a_rerun_asks_the_service_again(swept: tuple[Path, list[Any], list[int]]) -> None:
+    """A new command cannot know the service behind the URL is unchanged (it may have been
+    redeployed): it asks again; within the first command, the two jobs asked once each."""
     world, (_, second), asks = swept
     assert second.returncode == 0, second.stderr
-    assert asks == [12, 12]  # 6 cases x 2 jobs, then none
+    assert asks == [12, 24]  # 6 cases x 2 jobs, twice
     again, before = _jobs(world / "sweep"), _jobs(world / "sweep-1")
     assert again["1"]["metrics"] == before["1"]["metrics"]
-    assert again["1"]["cost"]["calls_cached"] == 6 and again["1"]["cost"]["calls_made"] == 0
+    assert again["1"]["cost"]["calls_cached"] == 0 and again["1"]["cost"]["calls_made"] == 6
+    summary = json.loads((world / "sweep" / "0" / "summary.json").read_text())
+    assert summary["answers"] == {
+        "asked": 6, "reused": 0, "reused_from": {}, "pinned": None, "resumed_from": None,
+    }  # fmt: skip
+    assert "| answers | 6 asked |" in (world / "sweep" / "0" / "report.md").read_text()
 
 
 def test_the_api_key_reaches_the_service_and_nothing_else(

@@ -1,6 +1,7 @@
 """The system interface, in process: a third party's system registered through the hook, its
-typed options, its answers cached like LLM calls (asked again only when its identity, version,
-options or the cache settings say so), and a system that raises recorded on its case."""
+typed options, its answers reused only where ragexp knows the system is the same (one command, a
+resumed run, a pinned ``system.version``) and asked again whenever a key part changes, and a
+system that raises recorded on its case."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from ragexp.errors import ConfigError
 from ragexp.plugins.listing import format_plugins, plugins_json
 from ragexp.plugins.manager import PluginInfo, Registry, load_plugins, register_plugin
 from ragexp.results import CaseResult
-from ragexp.run.pipeline import run_experiment
+from ragexp.results.summary import AnswersInfo
+from ragexp.run.pipeline import RunOutcome, run_experiment
+from ragexp.run.system import AnswerScope
 from tests.config.test_schema import valid_raw
 
 
@@ -51,6 +54,8 @@ class Counting:
 class SystemsPlugin:
     def __init__(self) -> None:
         self.log: list[str] = []
+        self.log2: list[str] = []
+        """What ``counting2`` (the same class, another name) was asked."""
 
     @ragexp.hookimpl
     def ragexp_register_systems(self, register: Any) -> None:
@@ -59,6 +64,13 @@ class SystemsPlugin:
                 "counting",
                 lambda config, context: Counting(self.log),
                 description="counts what it is asked",
+                Options=Counting.Options,
+            )
+        )
+        register(
+            ragexp.SystemSpec(
+                "counting2",
+                lambda config, context: Counting(self.log2),
                 Options=Counting.Options,
             )
         )
@@ -89,9 +101,15 @@ def _config(reg: Registry, world: Path, system: dict[str, Any], **more: Any) -> 
     return validate_config(raw, reg.known())
 
 
-def _run(reg: Registry, config: ragexp.RunConfig) -> list[CaseResult]:
+def _outcome(reg: Registry, config: ragexp.RunConfig, scope: AnswerScope | None) -> RunOutcome:
     dataset = load_dataset(config.dataset)
-    return asyncio.run(run_experiment(config, dataset, reg, progress=io.StringIO())).cases
+    return asyncio.run(run_experiment(config, dataset, reg, progress=io.StringIO(), scope=scope))
+
+
+def _run(
+    reg: Registry, config: ragexp.RunConfig, scope: AnswerScope | None = None
+) -> list[CaseResult]:
+    return _outcome(reg, config, scope).cases
 
 
 def test_hook_ragexp_register_systems(plugged: tuple[Registry, SystemsPlugin], world: Path) -> None:
@@ -112,28 +130,88 @@ def test_hook_ragexp_register_systems(plugged: tuple[Registry, SystemsPlugin], w
     assert sorted(plugin.log) == ["c1", "c2", "c3", "c4", "c5", "c6"]
 
 
-def test_answers_are_cached_under_the_systems_identity_version_and_options(
+def test_a_new_command_asks_the_system_again(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    """Two commands (two invocations), nothing pinned: ragexp cannot know the system did not
+    change in between, so it is asked again, and the second says so."""
+    reg, plugin = plugged
+    system = {"kind": "counting", "options": {"top_k": 3}}
+    first = _outcome(reg, _config(reg, world, system), AnswerScope("cmd-1", "first"))
+    second = _outcome(reg, _config(reg, world, system), AnswerScope("cmd-2", "second"))
+    assert len(plugin.log) == 12
+    assert first.answers == second.answers == AnswersInfo(asked=5)  # c3 raised: not an answer
+    assert not any(c.generation.cached for c in second.cases if c.generation is not None)
+
+
+def test_within_one_command_answers_are_reused_and_say_where_from(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    """A sweep's jobs (one invocation) share the system's answers; a failed case is asked
+    again; the tally names the run that asked."""
+    reg, plugin = plugged
+    system = {"kind": "counting", "options": {"top_k": 3}}
+    scope = AnswerScope("cmd-1", "job-0 (outputs/x/0)")
+    first = _run(reg, _config(reg, world, system), scope)
+    again = _outcome(reg, _config(reg, world, system), AnswerScope("cmd-1", "job-1"))
+    assert sorted(plugin.log) == ["c1", "c2", "c3", "c3", "c4", "c5", "c6"]  # c3 raised
+    assert [c.answer for c in again.cases] == [c.answer for c in first]
+    assert all(c.generation.cached for c in again.cases if c.generation and c.case_id != "c3")
+    assert again.answers == AnswersInfo(asked=0, reused=5, reused_from={"job-0 (outputs/x/0)": 5})
+
+
+def test_a_pinned_version_is_reused_by_a_later_command(
     plugged: tuple[Registry, SystemsPlugin], world: Path
 ) -> None:
     reg, plugin = plugged
+    system = {"kind": "counting", "options": {"top_k": 3}, "version": 3}  # an int, as Hydra reads
+    _run(reg, _config(reg, world, system), AnswerScope("cmd-1", "main (outputs/a)"))
+    again = _outcome(reg, _config(reg, world, system), AnswerScope("cmd-2", "pr"))
+    assert len(plugin.log) == 7  # c3 raised, so it is asked again
+    v4 = _outcome(reg, _config(reg, world, {**system, "version": "v4"}), AnswerScope("cmd-3", "x"))
+    assert len(plugin.log) == 13 and v4.answers == AnswersInfo(asked=5, pinned="v4")
+    assert again.answers == AnswersInfo(
+        asked=0, reused=5, reused_from={"main (outputs/a)": 5}, pinned="3"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "scope"),
+    [
+        ({"options": {"top_k": 4}}, "cmd-1"),
+        ({"version": "v2"}, "cmd-1"),  # pinned: a scope of its own
+        ({"cache": False}, "cmd-1"),
+        ({}, "cmd-2"),  # another command
+        ({"kind": "counting2"}, "cmd-1"),  # another system with the same options
+    ],
+)
+def test_each_part_of_an_answers_key_changes_it(
+    plugged: tuple[Registry, SystemsPlugin],
+    world: Path,
+    change: dict[str, Any],
+    scope: str,
+) -> None:
+    """One command, one case set, the same answers on disk: every part of the key that
+    changes makes the system asked again, every case."""
+    reg, plugin = plugged
     system = {"kind": "counting", "options": {"top_k": 3}}
-    first = _run(reg, _config(reg, world, system))
-    assert len(plugin.log) == 6
-    again = _run(reg, _config(reg, world, system))
-    assert len(plugin.log) == 7  # only c3, which failed, is asked again
-    assert [c.answer for c in again] == [c.answer for c in first]
-    assert all(c.generation.cached for c in again if c.generation is not None)
-    asked = len(plugin.log)
-    for changed in (
-        {**system, "options": {"top_k": 4}},
-        {**system, "version": "2"},
-        {**system, "cache": False},
-    ):
-        _run(reg, _config(reg, world, changed))
-        assert len(plugin.log) == asked + 6, changed
-        asked = len(plugin.log)
-    _run(reg, _config(reg, world, system, cache={"dir": str(world / "cache"), "mode": "refresh"}))
-    assert len(plugin.log) == asked + 6
+    _run(reg, _config(reg, world, system), AnswerScope("cmd-1", "first"))
+    _run(reg, _config(reg, world, system), AnswerScope("cmd-1", "same"))
+    asked = len(plugin.log) + len(plugin.log2)
+    assert asked == 7  # the second asked only c3 (it raised)
+    _run(reg, _config(reg, world, {**system, **change}), AnswerScope(scope, "changed"))
+    assert len(plugin.log) + len(plugin.log2) == asked + 6
+
+
+def test_refresh_asks_again_within_one_command(
+    plugged: tuple[Registry, SystemsPlugin], world: Path
+) -> None:
+    reg, plugin = plugged
+    system = {"kind": "counting"}
+    _run(reg, _config(reg, world, system), AnswerScope("cmd-1", "first"))
+    refresh = {"dir": str(world / "cache"), "mode": "refresh"}
+    _run(reg, _config(reg, world, system, cache=refresh), AnswerScope("cmd-1", "second"))
+    assert len(plugin.log) == 12
 
 
 def test_an_unknown_option_names_the_allowed_ones(

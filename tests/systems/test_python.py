@@ -140,17 +140,21 @@ def _in_process(world: Path, system: dict[str, object]) -> list[CaseResult]:
 def test_a_class_is_built_once_per_run_and_an_edit_of_its_module_asks_again(
     world: Path,
 ) -> None:
+    """Pinned (``system.version``), the answers are reused by the next run; an edit of the
+    target's own module asks again even so."""
     (world / "edited_rag.py").write_text(EDITED)
-    system = {"kind": "python", "target": "edited_rag:Rag"}
+    system = {"kind": "python", "target": "edited_rag:Rag", "version": "1"}
     cases = _in_process(world, system)
     module = sys.modules["edited_rag"]
     assert (module.Rag.BUILT, sorted(module.ASKED)) == (1, ["c1", "c2", "c3", "c4", "c5", "c6"])
     assert cases[0].generation is not None and cases[0].generation.model == "python"
     _in_process(world, system)
     assert (module.Rag.BUILT, len(module.ASKED)) == (2, 6)  # answers from the cache
+    _in_process(world, {**system, "version": None})  # not pinned: a new run asks again
+    assert len(module.ASKED) == 12
     (world / "edited_rag.py").write_text(EDITED + "\n# the team changed its prompt\n")
     _in_process(world, system)
-    assert len(module.ASKED) == 12
+    assert len(module.ASKED) == 18
 
 
 def test_a_llamaindex_shaped_query_engine_and_an_async_function(world: Path) -> None:

@@ -42,6 +42,7 @@ def _job(cfg: DictConfig) -> float | None:
     run_name = single_run_name(hc.job.override_dirname)
     swept: dict[str, str] = {}
     tags: dict[str, str] = {}
+    invocation = None  # a single run: its own
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         from ragexp.results.jobs import job_label
@@ -52,18 +53,25 @@ def _job(cfg: DictConfig) -> float | None:
             swept = job_values(hc.overrides.task, link.swept)
             run_name = job_label(swept)
             tags = _parent_tags(link, Path(hc.sweep.dir))
+        # the sweep's jobs are one command: they share its id (a sweep without ragexp's
+        # callback: its dir stands for it)
+        invocation = link.invocation if link else f"sweep:{Path(hc.sweep.dir).resolve()}"
     try:
         summary = run_job(
-            cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags
-        )
+            cfg, Path(hc.runtime.output_dir), run_name=run_name, swept=swept, tags=tags,
+            invocation=invocation,
+        )  # fmt: skip
     except RagexpError as exc:
         if not multirun:
             fail(exc)
         print(f"ragexp: error: job {hc.job.num} ({run_name}): {exc}", file=sys.stderr)
         return None
     except KeyboardInterrupt as exc:
+        where = hc.sweep.dir if multirun else hc.runtime.output_dir
         print(
-            f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl",
+            f"ragexp: interrupted; finished cases are kept in {hc.runtime.output_dir}/cases.jsonl"
+            f"; to take it up with the answers already given: the same command with "
+            f"run.resume={where}",
             file=sys.stderr,
         )
         code = getattr(exc, "exit_code", 130)

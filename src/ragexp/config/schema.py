@@ -196,6 +196,9 @@ class RunOptions(StrictModel):
     max_consecutive_failures: int = Field(5, ge=1)
     """This many cases in a row that cannot reach their server stop the run (the server is
     gone); finished cases are kept."""
+    resume: str | None = None
+    """The run dir (or sweep dir) of an interrupted run this command takes up: the answers the
+    system gave there are reused, though the system is not pinned (``system.version``)."""
 
 
 class RunConfig(StrictModel):

@@ -54,9 +54,12 @@ class SystemConfig(StrictModel):
     model: str | None = None
     """The model behind the system, when known: for the self-judge check."""
     version: str | None = None
-    """Anything else that changes the system's answers: change it to ask the system again."""
+    """The system pinned as unchanged (any string or number, e.g. a release or a commit): its
+    answers are reused by later commands with the same version (and options). Unset (the
+    default): a new command asks the system again; answers are reused only within one command
+    (a sweep's jobs) and on ``run.resume``."""
     cache: bool = True
-    """``false``: ask the system on every run (its answers are not cached)."""
+    """``false``: ask the system for every answer, even within one command."""
     experiment: str | None = None
     """``mlflow_traces``: the experiment whose traces are judged (default
     ``$MLFLOW_EXPERIMENT_NAME``), in the run's tracking store."""
@@ -70,6 +73,16 @@ class SystemConfig(StrictModel):
     @classmethod
     def _kind_known(cls, value: str, info: ValidationInfo) -> str:
         return check_known(value, "systems", info)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        """``system.version=2`` (Hydra reads an int) and ``system.version=v2`` alike."""
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int | float):
+            return str(value)
+        return value
 
     @field_validator("api_key_env", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from ragexp.reporting.claims import claims_lines
 from ragexp.reporting.jury import jury_markdown
 from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
+    answers_phrase,
     clusters_cell,
     few_clusters_note,
     metric_failure_line,
@@ -81,11 +82,19 @@ def _settings(
         "| setting | value |",
         "| --- | --- |",
         *_under_test(config, backends),
+        *_answers(summary),
         f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
         f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_retried(summary)}"
         f"{_cached(summary)} |",
         "",
     ]
+
+
+def _answers(summary: Summary) -> list[str]:
+    """The row that says whether the system was asked, or its answers reused and from where."""
+    if summary.answers is None:
+        return []
+    return [f"| answers | {text(answers_phrase(summary.answers), cell=True)} |"]
 
 
 def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragexp.reporting.card import card_terminal
-from ragexp.reporting.wording import calls_phrase, metric_failure_line
+from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line
 from ragexp.results.summary import Summary
 
 
@@ -18,9 +18,10 @@ def summary_line(
         + (f" (n={m.n} of {summary.n_cases})" if m.n < summary.n_cases else "")
         for name, m in summary.metrics.items()
     )
+    answers = f"answers: {answers_phrase(summary.answers)}; " if summary.answers else ""
     return (
         f"ragexp: done in {wall_s:.1f} s ({calls_phrase(llm_calls, llm_cached, summary)}): "
-        f"{means}; report: {run_dir / 'report.md'}"
+        f"{means}; {answers}report: {run_dir / 'report.md'}"
     )
 
 

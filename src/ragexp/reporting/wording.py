@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ragexp.results.summary import MetricSummary, NoiseSummary, Summary
+from ragexp.results.summary import AnswersInfo, MetricSummary, NoiseSummary, Summary
 from ragexp.stats import ALPHA
 from ragexp.stats.evidence import FEW_CLUSTERS, MIN_UNITS, Evidence, smallest_p
 
@@ -129,3 +129,21 @@ def cluster_notes(found: Iterable[Evidence]) -> list[str]:
         return []
     g = min(few)
     return [few_clusters_note(g)] + ([unreachable_note(g)] if g < MIN_UNITS else [])
+
+
+def answers_phrase(info: AnswersInfo) -> str:
+    """Where a system's answers came from: ``40 asked``, ``40 reused from run X (system pinned
+    as v3)``, ``12 asked, 28 reused from run Y (resumed)``."""
+    parts = [f"{info.asked} asked"] if info.asked or not info.reused else []
+    if info.reused:
+        origins = list(info.reused_from)
+        source = f"run {origins[0]}" if len(origins) == 1 else f"{len(origins)} earlier runs"
+        parts.append(f"{info.reused} reused from {source}")
+    why = []
+    if info.pinned is not None:
+        why.append(f"system pinned as {info.pinned}")
+    if info.resumed_from is not None:
+        why.append(f"resuming {info.resumed_from}")
+    if info.reused and not why:
+        why.append("same command")
+    return ", ".join(parts) + (f" ({'; '.join(why)})" if why else "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
@@ -47,6 +48,9 @@ class JobRecord(BaseModel):
     """In a sweep: the swept keys and this job's values."""
     judge: str = ""
     """The judge model (what a sweep's judge reliability card is about)."""
+    invocation: str = ""
+    """The command this job belongs to (`new_invocation`; a sweep's jobs share it): a system's
+    answers are reused within it, and by a later command that resumes it (``run.resume``)."""
 
     def write(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -58,6 +62,24 @@ class JobRecord(BaseModel):
             return cls.model_validate_json((run_dir / JOB_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+
+
+def new_invocation() -> str:
+    """A fresh id for one command: the scope within which a system's answers are reused."""
+    return uuid.uuid4().hex
+
+
+def invocation_of(path: Path) -> str | None:
+    """The command a run dir's run belonged to (its ``job.json``); for a sweep dir, its jobs'
+    (they share it). None when there is no such run or it predates the record."""
+    record = JobRecord.read(path)
+    if record is not None:
+        return record.invocation or None
+    for job_dir in sorted(path.glob("*/")) if path.is_dir() else []:
+        record = JobRecord.read(job_dir)
+        if record is not None and record.invocation:
+            return record.invocation
+    return None
 
 
 def case_line(case: CaseResult) -> str:

@@ -234,6 +234,25 @@ class Cost(BaseModel):
     """The run's cases, start to end."""
 
 
+class AnswersInfo(BaseModel):
+    """Where the answers of a system other than ragexp's own pipeline came from: asked, or
+    reused from an earlier run of the same command, of a resumed one, or of the same pinned
+    ``system.version`` (docs/systems.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    asked: int = 0
+    """Answers the system gave this run."""
+    reused: int = 0
+    """Answers taken from ragexp's cache instead."""
+    reused_from: dict[str, int] = {}
+    """The runs that asked for the reused answers (their dirs) -> how many."""
+    pinned: str | None = None
+    """``system.version``, when the run was told the system is unchanged."""
+    resumed_from: str | None = None
+    """``run.resume``: the interrupted run this one takes up."""
+
+
 class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -258,6 +277,8 @@ class Summary(BaseModel):
     corpus files)."""
     sources: dict[str, MetricSource] = {}
     """Where each metric came from: plugin, distribution and versions, resolved options."""
+    answers: AnswersInfo | None = None
+    """Another system than ragexp's pipeline: its answers asked or reused, and from where."""
     labels: LabelsInfo | None = None
     """The human labels the run was given, if any."""
     cost: Cost | None = None

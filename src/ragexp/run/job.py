@@ -31,7 +31,7 @@ from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
 from ragexp.reporting.terminal import label_lines, metric_failure_lines, summary_line
 from ragexp.results.case import CaseResult
-from ragexp.results.files import CaseLog, JobRecord, write_outputs
+from ragexp.results.files import CaseLog, JobRecord, invocation_of, new_invocation, write_outputs
 from ragexp.results.summary import MetricSource, Summary
 from ragexp.run.failure import run_failure
 from ragexp.run.gate import baseline_cases, gate_failures, gate_tag, noninferiority
@@ -39,6 +39,7 @@ from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_la
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
+from ragexp.run.system import AnswerScope
 from ragexp.stats.dawid_skene import dawid_skene_verdicts
 from ragexp.stats.summarize import cost, summarize
 from ragexp.tracking.revise import Revision
@@ -61,12 +62,16 @@ def run_job(
     swept: Mapping[str, str] | None = None,
     tags: Mapping[str, str] | None = None,
     registry_override: Registry | None = None,
+    invocation: str | None = None,
 ) -> Summary:
     """Run one configuration; returns its summary. Raises `RagexpError` for user mistakes and
     `Interrupted` (after writing what finished) when a signal stopped it. ``swept``: in a sweep,
-    this job's swept keys and values; ``tags``: more MLflow tags (e.g. the parent run).
-    ``job.json`` in ``run_dir`` says how the job ended."""
-    job = JobRecord(run_name=run_name, swept=dict(swept or {}))
+    this job's swept keys and values; ``tags``: more MLflow tags (e.g. the parent run);
+    ``invocation``: the command this job belongs to (a sweep's jobs share it; default: a new
+    one). ``job.json`` in ``run_dir`` says how the job ended."""
+    job = JobRecord(
+        run_name=run_name, swept=dict(swept or {}), invocation=invocation or new_invocation()
+    )
     if JobRecord.read(run_dir) is not None:  # a pinned hydra.run.dir that another run used
         raise ConfigError(
             f"{run_dir} already holds a run (its job.json); give this run a folder of its own "
@@ -118,6 +123,8 @@ class Run:
     finished: list[CaseResult] = field(default_factory=list)
     revised: list[Revision] = field(default_factory=list)
     """Cases queued for MLflow with a verdict the run's end changed (Dawid–Skene's fit)."""
+    scope: AnswerScope | None = None
+    """Where the system's earlier answers may be reused from."""
 
 
 def prepare(
@@ -132,6 +139,8 @@ def prepare(
     reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
     job.judge = config.judge.model
+    scope = _answer_scope(config, job, run_dir)
+    job.write(run_dir)
     # Recorded as used: metric options with their defaults, the store the run logs to.
     resolved["metric_options"] = config.metric_options
     resolved["tracking"] = {
@@ -171,8 +180,30 @@ def prepare(
     )
     return Run(
         job, run_dir, config, resolved, reg, dataset, sources, tags, tracker, stop,
-        CaseLog(run_dir), labels, baseline,
+        CaseLog(run_dir), labels, baseline, scope=scope,
     )  # fmt: skip
+
+
+def _answer_scope(config: RunConfig, job: JobRecord, run_dir: Path) -> AnswerScope:
+    """Where this run may reuse the system's answers from: its own command, or with
+    ``run.resume`` the interrupted run's (whose id it then carries on)."""
+    resume = config.run.resume
+    if resume is not None:
+        invocation = invocation_of(Path(resume))
+        if invocation is None:
+            raise ConfigError(
+                f"run.resume={resume}: no ragexp run there (no job.json with its command's id); "
+                "give the dir of the interrupted run, e.g. run.resume=outputs/<date>/<time>"
+            )
+        job.invocation = invocation
+    return AnswerScope(job.invocation, _as_given(run_dir), resume)
+
+
+def _as_given(path: Path) -> str:
+    """``path`` relative to the working directory when under it (outputs/...), else whole."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
 
 
 def execute(run: Run) -> tuple[RunOutcome, list[int]]:
@@ -200,7 +231,7 @@ def execute(run: Run) -> tuple[RunOutcome, list[int]]:
             outcome = asyncio.run(
                 run_experiment(
                     run.config, run.dataset, run.registry,
-                    on_case=on_case, on_ready=on_ready, stop=run.stop,
+                    on_case=on_case, on_ready=on_ready, stop=run.stop, scope=run.scope,
                 )
             )  # fmt: skip
     except BaseException as exc:
@@ -302,6 +333,7 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
             jury.dawid_skene = accuracy
     summary.warnings = list(dict.fromkeys(seen_warnings))
     summary.sources = run.sources
+    summary.answers = outcome.answers
     summary.cost = cost(outcome.cases, outcome.wall_s)
     for name, m in summary.metrics.items():
         m.reading = read_mean(run.registry.metrics[name], m.mean, m.ci_low, m.ci_high, m.n)

@@ -23,9 +23,11 @@ from ragexp.llm.endpoint import Endpoint, EndpointPool
 from ragexp.metrics.interface import Metric, judge_variants, resolve_options
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
+from ragexp.results.files import new_invocation
+from ragexp.results.summary import AnswersInfo
 from ragexp.run.case import CaseRun, run_case
 from ragexp.run.jury import Juror
-from ragexp.run.system import SystemRun
+from ragexp.run.system import AnswerScope, SystemRun
 from ragexp.systems.interface import SystemContext, aclose, models, start
 
 
@@ -43,6 +45,8 @@ class RunOutcome:
     """Calls made to LLM backends (embedding calls included)."""
     llm_cached: int = 0
     """Calls served from the cache instead."""
+    answers: AnswersInfo | None = None
+    """Another system than ragexp's pipeline: its answers asked or reused, and from where."""
 
     def __repr__(self) -> str:
         return f"RunOutcome({len(self.cases)} cases, {self.wall_s:.1f} s)"
@@ -57,19 +61,23 @@ async def run_experiment(
     on_case: Callable[[CaseResult, int], None] = lambda case, done: None,
     on_ready: Callable[[], None] = lambda: None,
     stop: threading.Event | None = None,
+    scope: AnswerScope | None = None,
 ) -> RunOutcome:
     """Run every case of ``dataset`` under ``config``; ``on_ready()`` is called once the
     backends answered and the corpus is indexed, ``on_case(case, done)`` as each case ends, with
     the number of cases finished so far.
 
     Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
+    ``scope``: where the system's earlier answers may be reused from (default: nowhere but
+    this run).
     """
     start = time.perf_counter()
     cache = None if config.cache.mode == "off" else CallCache(config.cache.dir, config.cache.mode)
     pool = EndpointPool(registry.backends, cache)
     run: CaseRun | None = None
     try:
-        run = await _prepare(config, dataset, registry, pool, cache, progress, on_case)
+        scope = scope or AnswerScope(new_invocation(), "this run")
+        run = await _prepare(config, dataset, registry, pool, cache, progress, on_case, scope)
         on_ready()
         results = await _run_cases(run, dataset.cases, stop)
         roles = _roles(run)
@@ -80,6 +88,7 @@ async def run_experiment(
             backends={role: backend for role, (backend, _) in roles.items()},
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
             llm_cached=sum(ep.cached for ep in pool.endpoints()),
+            answers=run.system.answers(),
         )
     finally:
         if run is not None:
@@ -115,6 +124,7 @@ async def _prepare(
     cache: CallCache | None,
     progress: TextIO,
     on_case: Callable[[CaseResult, int], None],
+    scope: AnswerScope,
 ) -> CaseRun:
     """The system under test (built, then started once its endpoints answered) and the
     judges' endpoints (checked: reachable, models served)."""
@@ -141,7 +151,7 @@ async def _prepare(
         await aclose(system)
         raise
     return CaseRun(
-        config, SystemRun.of(system, spec, config.system, cache), judges, metrics, options,
+        config, SystemRun.of(system, spec, config.system, cache, scope), judges, metrics, options,
         progress, on_case, total=len(dataset.cases), variants=variants, panel=panel,
     )  # fmt: skip
 

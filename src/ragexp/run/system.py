@@ -1,8 +1,15 @@
 """Asking the system under test about one case, whatever it is: bounded by
-``system.concurrency``, its answer cached like an LLM call (`ragexp.llm.cache.CallCache`, keyed
-by the system's identity, ``system.version`` and its options; ``cache.mode`` applies and
-``system.cache=false`` asks it every run), and its call recorded as the case's ``generation``
-(role ``system``) so tokens, latency and traces read it as they read a generation."""
+``system.concurrency``, its call recorded as the case's ``generation`` (role ``system``) so
+tokens, latency and traces read it as they read a generation, and its answer kept in ragexp's
+cache (`ragexp.llm.cache.CallCache`) for reuse only where ragexp knows it is the same system.
+
+A team's system is a black box: its package's other modules, its data, its index, its weights,
+the service behind a URL are invisible to ragexp. So an answer is reused only within its
+`AnswerScope`: the same command (a sweep's jobs, a judge-only re-run of one invocation), the
+interrupted run that ``run.resume`` takes up, or, across commands, the same pinned
+``system.version`` (the user's word that the system is unchanged). Within a scope the key also
+holds the system's kind, its identity (`cache_identity`), its options and the case; ``cache.mode``
+applies, and ``system.cache=false`` reuses nothing."""
 
 from __future__ import annotations
 
@@ -11,8 +18,9 @@ import contextlib
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragexp.config.options import dump_options
@@ -22,10 +30,47 @@ from ragexp.llm.cache import CallCache
 from ragexp.llm.interface import Completion
 from ragexp.llm.retry import slot
 from ragexp.results.case import LLMCall, RetrievedChunk
+from ragexp.results.summary import AnswersInfo
 from ragexp.systems.interface import System, SystemAnswer, SystemSpec, cache_identity
 
 ROLE = "system"
 """The role of a system's call among a case's calls (``generate`` is ragexp's generator)."""
+
+
+@dataclass(frozen=True)
+class AnswerScope:
+    """Where this run may reuse the system's answers from, and how it names itself to the runs
+    that reuse its own."""
+
+    invocation: str
+    """The command's id (`ragexp.results.files.new_invocation`; a resumed run's: its own)."""
+    origin: str
+    """This run, as a later run's report names it: its dir."""
+    resumed_from: str | None = None
+    """``run.resume``, as given."""
+
+    def key(self, config: SystemConfig) -> dict[str, str]:
+        """The part of every answer's key that says where it may be reused."""
+        if config.version is not None:
+            return {"pinned": config.version}
+        return {"invocation": self.invocation}
+
+
+@dataclass
+class AnswerTally:
+    """The answers asked and reused so far, and which runs asked for the reused ones."""
+
+    asked: int = 0
+    reused: Counter[str] = field(default_factory=Counter)
+
+    def info(self, config: SystemConfig, scope: AnswerScope) -> AnswersInfo:
+        return AnswersInfo(
+            asked=self.asked,
+            reused=sum(self.reused.values()),
+            reused_from=dict(self.reused.most_common()),
+            pinned=config.version,
+            resumed_from=scope.resumed_from,
+        )
 
 
 @dataclass
@@ -39,16 +84,30 @@ class SystemRun:
     """What ``answer`` receives: the spec's ``Options`` instance, or the options mapping."""
     cache: CallCache | None
     bound: asyncio.Semaphore | None
+    scope: AnswerScope
+    tally: AnswerTally = field(default_factory=AnswerTally)
 
     @classmethod
     def of(
-        cls, system: System, spec: SystemSpec, config: SystemConfig, cache: CallCache | None
+        cls,
+        system: System,
+        spec: SystemSpec,
+        config: SystemConfig,
+        cache: CallCache | None,
+        scope: AnswerScope,
     ) -> SystemRun:
         options: Any = (
             spec.Options.model_validate(config.options) if spec.Options else dict(config.options)
         )
         bound = None if spec.own_concurrency else asyncio.Semaphore(config.concurrency)
-        return cls(system, spec, config, options, cache if config.cache else None, bound)
+        return cls(system, spec, config, options, cache if config.cache else None, bound, scope)
+
+    def answers(self) -> AnswersInfo | None:
+        """Where the answers came from; None for a system whose answers ragexp generates
+        itself (``system=ragexp``: its LLM calls are cached call by call)."""
+        if self.tally.asked == 0 and not self.tally.reused:
+            return None
+        return self.tally.info(self.config, self.scope)
 
     @property
     def backend(self) -> str:
@@ -61,15 +120,17 @@ class SystemRun:
         key = None if identity is None or self.cache is None else self._key(case, identity)
         start_ns = time.time_ns()
         if key is not None and self.cache is not None and (hit := self.cache.get(key)):
-            cached = _from_cache(hit)
+            cached, origin = _from_cache(hit)
+            self.tally.reused[origin] += 1
             return cached, self._record(case, cached, start_ns, hit)
         t0 = time.perf_counter()
         async with self._bounded():
             answer = await self.system.answer(case, self.options)
         if answer.generation is not None:
             return answer, None
+        self.tally.asked += 1
         completion = Completion(
-            text=json.dumps(_to_cache(answer), ensure_ascii=False),
+            text=json.dumps(_to_cache(answer, self.scope.origin), ensure_ascii=False),
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
             latency_s=time.perf_counter() - t0,
@@ -96,7 +157,7 @@ class SystemRun:
     def _key(self, case: Case, identity: Mapping[str, Any]) -> str:
         payload = {
             "system": self.config.kind,
-            "version": self.config.version,
+            "reuse": self.scope.key(self.config),
             "options": dump_options(self.options),
             "case_id": case.id,
             "question": case.question,
@@ -126,20 +187,23 @@ class SystemRun:
         )
 
 
-def _to_cache(answer: SystemAnswer) -> dict[str, Any]:
+def _to_cache(answer: SystemAnswer, origin: str) -> dict[str, Any]:
     return {
         "answer": answer.answer,
         "contexts": [chunk.model_dump() for chunk in answer.contexts],
         "model": answer.model,
+        "origin": origin,
     }
 
 
-def _from_cache(hit: Completion) -> SystemAnswer:
+def _from_cache(hit: Completion) -> tuple[SystemAnswer, str]:
+    """The cached answer, and the run that asked for it."""
     data = json.loads(hit.text)
-    return SystemAnswer(
+    answer = SystemAnswer(
         answer=data["answer"],
         contexts=[RetrievedChunk.model_validate(c) for c in data["contexts"]],
         prompt_tokens=hit.prompt_tokens,
         completion_tokens=hit.completion_tokens,
         model=data.get("model"),
     )
+    return answer, str(data.get("origin") or "an earlier run")

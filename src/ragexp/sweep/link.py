@@ -7,7 +7,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragexp.results.files import new_invocation
 
 LINK_FILE = "ragexp-sweep.json"
 
@@ -25,6 +27,8 @@ class SweepLink(BaseModel):
     tracking is off): `ragexp.tracking.parent`."""
     tracking_uri: str = ""
     experiment: str = ""
+    invocation: str = Field(default_factory=new_invocation)
+    """The command this sweep is: its jobs reuse each other's system answers (`JobRecord`)."""
 
     def write(self, sweep_dir: Path) -> None:
         sweep_dir.mkdir(parents=True, exist_ok=True)
