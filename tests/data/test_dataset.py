@@ -186,7 +186,9 @@ def test_cases_file_not_utf8_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
     latin1 = '{"id": "b", "question": "Caf\u00e9?"}'.encode("latin-1")
     path.write_bytes(row(id="a", question="Q?").encode() + b"\n" + latin1 + b"\n")
-    assert dataset_error(path) == f"{path}:2: not UTF-8 text (byte 0xe9); re-save the file as UTF-8"
+    assert dataset_error(path) == (
+        f"{path}:2: not UTF-8 text (byte 0xe9 at offset 28); re-save the file as UTF-8"
+    )
 
 
 def test_cases_file_with_a_byte_order_mark_and_crlf(tmp_path: Path) -> None:

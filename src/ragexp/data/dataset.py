@@ -12,6 +12,7 @@ from typing import Any
 from ragexp.config.schema import DatasetConfig
 from ragexp.data.documents import Skipped, is_document, read_document
 from ragexp.errors import DatasetError, RagexpWarning
+from ragexp.results.jsonl import json_lines
 
 NAMED_SKIPPED = 5
 """How many skipped files a warning names before it says "and N more"."""
@@ -132,26 +133,13 @@ def _files(names: list[str]) -> str:
 
 def load_cases(path: Path, cluster_by: str = "auto") -> list[Case]:
     cases: list[Case] = []
-    seen: dict[str, int] = {}
-    for lineno, raw_line in enumerate(path.read_bytes().splitlines(), start=1):
-        where = f"{path}:{lineno}"
-        try:
-            line = raw_line.decode("utf-8-sig" if lineno == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(
-                f"{where}: not UTF-8 text (byte 0x{raw_line[exc.start]:02x}); "
-                "re-save the file as UTF-8"
-            ) from None
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
+    seen: dict[str, str] = {}
+    for where, row in json_lines(path):
         case = _case_from_row(row, where, cluster_by)
         if case.id in seen:
-            raise DatasetError(f"{where}: duplicate id '{case.id}' (first on line {seen[case.id]})")
-        seen[case.id] = lineno
+            first = seen[case.id].rpartition(":")[2]  # where: file:line
+            raise DatasetError(f"{where}: duplicate id '{case.id}' (first on line {first})")
+        seen[case.id] = where
         cases.append(case)
     if not cases:
         raise DatasetError(f"{path}: no cases; write one JSON object per line")

@@ -18,7 +18,8 @@ from typing import Any
 from ragexp.errors import ConfigError
 from ragexp.labels.cells import from_cell, to_cell
 from ragexp.labels.draw import Drawn
-from ragexp.results.labels import HumanLabel, Vocabularies, json_lines, parse_label
+from ragexp.results.jsonl import json_lines
+from ragexp.results.labels import HumanLabel, Vocabularies, parse_label
 
 FIXED = [
     "sample",
@@ -130,7 +131,7 @@ def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[st
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
     if path.suffix.lower() == ".jsonl":
-        for where, row in json_lines(path, text.splitlines()):
+        for where, row in json_lines(path, text.encode("utf-8"), error=ConfigError):
             if not isinstance(row, dict):
                 raise ConfigError(f"{where}: expected a JSON object")
             _check_columns(list(row), where, vocabularies)

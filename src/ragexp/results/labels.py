@@ -13,15 +13,15 @@ answer: it applies to every run whose case has that exact answer, never to anoth
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragexp.errors import ConfigError, first_line
 from ragexp.results.case import AppliedLabel, CaseResult
+from ragexp.results.jsonl import json_lines
 
 LABELS_FILE = "labels.jsonl"
 """Where the labeller and ``ragexp label import`` store labels, in a run or sweep dir."""
@@ -119,26 +119,16 @@ def read_labels(path: Path, vocabularies: Vocabularies) -> list[HumanLabel]:
             raise ConfigError(f"labels={path}: no labels*.jsonl file in that folder")
         return [label for file in files for label in read_labels(file, vocabularies)]
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(
             f"labels={path}: cannot read it ({exc.strerror or first_line(exc)}); give a labels "
             "JSONL file or a folder of them"
         ) from None
-    return [parse_label(row, where, vocabularies) for where, row in json_lines(path, lines)]
-
-
-def json_lines(path: Path, lines: Sequence[str]) -> Iterator[tuple[str, Any]]:
-    """Each non-blank line of ``path`` parsed as JSON, with its ``file:line``; a line that is
-    not JSON is one `ConfigError` naming it."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            yield where, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from None
+    return [
+        parse_label(row, where, vocabularies)
+        for where, row in json_lines(path, data, error=ConfigError)
+    ]
 
 
 class Line(Protocol):

@@ -20,7 +20,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragexp.errors import ConfigError, first_line
-from ragexp.results.labels import answer_sha256, json_lines
+from ragexp.results.jsonl import json_lines
+from ragexp.results.labels import answer_sha256
 
 PAIR_LABELS_FILE = "pair-labels.jsonl"
 """Where the pair labeller stores labels by default, in run B's dir."""
@@ -78,13 +79,13 @@ def read_pair_labels(path: Path) -> list[PairLabel]:
             raise ConfigError(f"--labels {path}: no pair-labels*.jsonl file in that folder")
         return [label for file in files for label in read_pair_labels(file)]
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(
             f"--labels {path}: cannot read it ({exc.strerror or first_line(exc)}); give a "
             "pair-labels JSONL file (`ragexp label RUN_A RUN_B --pairwise` writes one)"
         ) from None
-    return [_parse(row, where) for where, row in json_lines(path, lines)]
+    return [_parse(row, where) for where, row in json_lines(path, data, error=ConfigError)]
 
 
 def _parse(row: object, where: str) -> PairLabel:

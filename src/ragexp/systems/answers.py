@@ -9,7 +9,6 @@ malformed line is a `DatasetError` naming the file and line.
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import DatasetError, RagexpWarning, SystemFailed
+from ragexp.results.jsonl import json_lines
 from ragexp.systems.interface import SystemAnswer, SystemContext
 from ragexp.systems.shapes import read_answer
 
@@ -31,15 +31,7 @@ def read_rows(path: Path) -> dict[str, dict[str, Any]]:
             "(case_id, answer, contexts)"
         )
     rows: dict[str, dict[str, Any]] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"{where}: not JSON ({exc})") from None
+    for where, row in json_lines(path):
         if not isinstance(row, dict) or not isinstance(row.get("case_id"), str | int):
             raise DatasetError(f"{where}: each line needs a 'case_id' (and 'answer', 'contexts')")
         case_id = str(row["case_id"])
