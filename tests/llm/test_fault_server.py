@@ -122,8 +122,8 @@ def test_slow_answer_times_out_with_its_own_message() -> None:
         with pytest.raises(BackendError) as info:
             run(backend, lambda b: b.chat([{"role": "user", "content": "hi"}]))
     assert str(info.value) == (
-        f"the server at {url}/api/chat did not answer within 0.2 s; gave up after 2 "
-        "attempts; raise timeout_s or check the server"
+        f"the server at {url}/api/chat did not answer within 0.2 s (connect to last byte); "
+        "gave up after 2 attempts; raise timeout_s or check the server"
     )
 
 

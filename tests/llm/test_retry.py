@@ -355,8 +355,8 @@ def test_timeout_says_how_long() -> None:
         run(make(TRANSIENT["read timeout"], timeout_s=2.5), lambda b: b.chat(USER))
     assert not isinstance(info.value, BackendUnavailable)
     assert str(info.value) == (
-        f"the server at {CHAT} did not answer within 2.5 s; gave up after 4 attempts; "
-        "raise timeout_s or check the server"
+        f"the server at {CHAT} did not answer within 2.5 s (connect to last byte); gave up "
+        "after 4 attempts; raise timeout_s or check the server"
     )
 
 

@@ -85,6 +85,9 @@ class LLMConfig(StrictModel):
     """Context window; Ollama silently truncates longer prompts unless it is set."""
     max_tokens: int = Field(256, ge=1)
     timeout_s: float = Field(120.0, gt=0)
+    """The whole of one request, from connecting to the reply's last byte."""
+    max_reply_bytes: int = Field(16_000_000, ge=1024)
+    """The largest reply (decompressed) taken from the server; a larger one fails the call."""
     max_attempts: int = Field(4, ge=1, le=20)
     """Requests per call when the server fails transiently (a timeout, a dropped connection,
     HTTP 429/500/502/503/504, a body that is not JSON, an error mid-stream); 1 never retries."""

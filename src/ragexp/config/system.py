@@ -50,6 +50,9 @@ class SystemConfig(StrictModel):
     """The NAME of the variable holding the service's key (sent as ``Authorization: Bearer``);
     its value never reaches logs, MLflow or reports."""
     timeout_s: float = Field(60.0, gt=0)
+    """``http``: the whole of one request, from connecting to the reply's last byte."""
+    max_reply_bytes: int = Field(16_000_000, ge=1024)
+    """``http``: the largest reply (decompressed) taken; a larger one is that case's error."""
     concurrency: int = Field(4, ge=1)
     model: str | None = None
     """The model behind the system, when known: for the self-judge check."""

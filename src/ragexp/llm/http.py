@@ -1,6 +1,10 @@
 """JSON over httpx for the server backends: transient faults retried, errors in one line.
 
-Each attempt of a call ends in one of three ways:
+Each attempt of a call has a total deadline, ``timeout_s`` from connecting to the last byte (a
+server that trickles its reply a byte at a time is cut there, as one that says nothing is), and
+a size cap, ``max_bytes`` of the reply as decompressed, read as a stream and cut at the limit (a
+reply over it, or a small gzip body that inflates past it, is a permanent error: asking again
+would bring the same). Each attempt ends in one of three ways:
 
 - an answer: a 2xx JSON body, or an NDJSON stream (Ollama's) whose last chunk says ``done``;
 - a transient fault, tried again under the endpoint's `RetryPolicy` (backoff out of the
@@ -16,6 +20,7 @@ client's ``Authorization`` header never reach a message, even when a server echo
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +30,8 @@ import httpx
 from ragexp.errors import BackendError, BackendUnavailable
 from ragexp.llm.retry import RETRY_STATUS, RetryPolicy, TransientFault, pause, retry_after
 
+MAX_REPLY_BYTES = 16_000_000
+"""The default cap of one reply, decompressed (16 MB: far above any answer or embedding batch)."""
 SNIPPET_CHARS = 200
 """The most of a non-JSON error body quoted in a message (cut at a word)."""
 
@@ -55,6 +62,8 @@ class JSONClient:
         policy: RetryPolicy | None = None,
         speaks: str = "the expected server",
         url_hint: str = "set base_url",
+        max_bytes: int = MAX_REPLY_BYTES,
+        size_hint: str = "raise max_reply_bytes",
     ) -> None:
         self.base_url = base_url
         self.start_hint = start_hint
@@ -62,6 +71,8 @@ class JSONClient:
         self.policy = policy or RetryPolicy()
         self.speaks = speaks
         self.url_hint = url_hint
+        self.max_bytes = max_bytes
+        self.size_hint = size_hint
         self._reached = False
         """Whether this server ever accepted a connection (so a refusal means it went away)."""
         # A server or proxy may echo request headers back; never let the key into a message.
@@ -98,13 +109,15 @@ class JSONClient:
 
     async def _attempt(self, method: str, path: str, body: dict[str, Any] | None, url: str) -> Any:
         try:
-            response = await self._client.request(method, path, json=body)
+            async with asyncio.timeout(self.timeout_s):
+                response, content = await self._read(method, path, body, url)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise self._connect_fault(exc) from None
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, TimeoutError):
             self._reached = True
             raise self._fault(
-                f"the server at {url} did not answer within {self.timeout_s:g} s",
+                f"the server at {url} did not answer within {self.timeout_s:g} s (connect to "
+                "last byte)",
                 hint="raise timeout_s or check the server",
             ) from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -119,7 +132,27 @@ class JSONClient:
                 )
             ) from None
         self._reached = True
-        return self._parse(response, url)
+        return self._parse(response, content, url)
+
+    async def _read(
+        self, method: str, path: str, body: dict[str, Any] | None, url: str
+    ) -> tuple[httpx.Response, bytes]:
+        """The response and its body, decompressed, read as a stream up to `max_bytes`."""
+        async with self._client.stream(method, path, json=body) as response:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_bytes:
+                    self._reached = True
+                    raise self._error(
+                        f"{url} answered with more than {_megabytes(self.max_bytes)} (cut "
+                        f"there); {self.size_hint}",
+                        status=response.status_code,
+                        detail="reply too large",
+                    )
+                chunks.append(chunk)
+        return response, b"".join(chunks)
 
     def _connect_fault(self, exc: httpx.TransportError) -> TransientFault:
         name = type(exc).__name__
@@ -135,7 +168,7 @@ class JSONClient:
             unavailable=True,
         )
 
-    def _parse(self, response: httpx.Response, url: str) -> Any:
+    def _parse(self, response: httpx.Response, content: bytes, url: str) -> Any:
         status = response.status_code
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         wait = retry_after(response)
@@ -153,9 +186,9 @@ class JSONClient:
                 detail=f"{content_type} page",
             )
         if "ndjson" in content_type and response.is_success:
-            return self._parse_stream(response, url)
+            return self._parse_stream(response, content, url)
         try:
-            data = response.json()
+            data = json.loads(content)
         except ValueError as exc:
             if response.is_success:
                 raise self._fault(
@@ -166,12 +199,12 @@ class JSONClient:
             data = None
         error = _error_text(data)
         if response.is_success:
-            if isinstance(data, dict) and "error" in data:
+            if error:  # an ``"error": null`` is no error
                 raise self._fault(
                     f"{url} answered {status} with an error: {error}", status=status, detail=error
                 )
             return data
-        message = error or _snippet(response.text) or response.reason_phrase
+        message = error or _snippet(_decoded(content)) or response.reason_phrase
         if status in RETRY_STATUS:
             raise self._fault(
                 f"{url} answered {status}: {message}",
@@ -181,11 +214,11 @@ class JSONClient:
             )
         raise self._error(f"{url} answered {status}: {message}", status=status, detail=message)
 
-    def _parse_stream(self, response: httpx.Response, url: str) -> list[Any]:
+    def _parse_stream(self, response: httpx.Response, content: bytes, url: str) -> list[Any]:
         """An NDJSON stream: every line JSON, no ``error`` line, the last chunk ``done``."""
         status = response.status_code
         chunks: list[Any] = []
-        for number, line in enumerate(response.text.splitlines(), start=1):
+        for number, line in enumerate(_decoded(content).split("\n"), start=1):
             if not line.strip():
                 continue
             try:
@@ -196,8 +229,7 @@ class JSONClient:
                     f"({_json_problem(exc)})",
                     status=status,
                 ) from None
-            if isinstance(chunk, dict) and "error" in chunk:
-                error = _error_text(chunk)
+            if error := _error_text(chunk):
                 raise self._fault(
                     f"{url} answered {status} with an error mid-stream: {error}",
                     status=status,
@@ -242,8 +274,17 @@ class JSONClient:
         await self._client.aclose()
 
 
+def _decoded(content: bytes) -> str:
+    return content.decode("utf-8", errors="replace")
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1_000_000:g} MB"
+
+
 def _error_text(data: Any) -> str:
-    if not isinstance(data, dict) or "error" not in data:
+    """The text of a reply's ``error`` ("" when it has none, or ``"error": null``)."""
+    if not isinstance(data, dict) or data.get("error") in (None, "", {}, []):
         return ""
     error = data["error"]
     if isinstance(error, dict):

@@ -36,6 +36,7 @@ class OllamaBackend:
             start_hint="start it with `ollama serve`, or set OLLAMA_HOST / base_url",
             policy=RetryPolicy(config.max_attempts, config.retry_backoff_s),
             speaks="Ollama",
+            max_bytes=config.max_reply_bytes,
             url_hint="set generator.base_url / judge.base_url or OLLAMA_HOST",
         )
         self.model_id = ""

@@ -64,6 +64,7 @@ class OpenAIBackend:
             policy=RetryPolicy(config.max_attempts, config.retry_backoff_s),
             speaks="an OpenAI-compatible server",
             url_hint="fix base_url (it ends in /v1)",
+            max_bytes=config.max_reply_bytes,
         )
         self.model_id = config.model
         self.takes_schema = True

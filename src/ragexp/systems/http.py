@@ -80,6 +80,8 @@ class HTTPSystem:
             start_hint=f"start the service, or point system.url elsewhere (now {self.url})",
             speaks="a JSON service",
             url_hint="check system.url",
+            max_bytes=config.max_reply_bytes,
+            size_hint="raise system.max_reply_bytes if the answer is meant to be this large",
         )
 
     def body(self, case: Case, options: Any) -> Any:
