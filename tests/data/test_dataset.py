@@ -471,3 +471,45 @@ def test_fingerprint_tracks_cases(demo: Dataset) -> None:
         [Case(demo.cases[0].id, demo.cases[0].question + " ", None, None), *demo.cases[1:]],
     )
     assert edited.fingerprint() != demo.fingerprint()
+
+
+def test_a_link_out_of_the_corpus_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    """A symlink that leads out of the corpus folder would send whatever it points at to the
+    LLMs and MLflow: skipped and named; a link inside is read; a linked folder is not walked."""
+    folder = make_corpus(tmp_path / "corpus")
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "keys.md").write_text("the secret is 42\n")
+    (folder / "keys.md").symlink_to(outside / "keys.md")
+    (folder / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (folder / "alias.md").symlink_to(folder / "a.md")
+    with pytest.warns(RagexpWarning) as caught:
+        docs = load_corpus(folder)
+    assert sorted(docs) == ["a.md", "alias.md", "b.txt", "guides/c.md", "guides/hiking/d.txt"]
+    assert not any("secret" in text for text in docs.values())
+    [warning] = caught
+    assert str(warning.message) == (
+        f"{folder}: skipped 1 link that leads out of the corpus folder (copy the file in to "
+        f"include it): keys.md (-> {outside.resolve() / 'keys.md'}); using the other 5"
+    )
+
+
+def test_relevant_docs_that_name_no_document_are_one_warning(tmp_path: Path) -> None:
+    folder = make_corpus(tmp_path / "corpus")
+    cases = write_lines(
+        tmp_path / "cases.jsonl",
+        row(id="q1", question="?", relevant_docs=["a.md"]),
+        row(id="q2", question="?", relevant_docs=["guides/c.md", "c.md"]),
+        row(id="q3", question="?", relevant_docs=["b.md"]),
+        row(id="q4", question="?"),
+    )
+    config = DatasetConfig(name="custom", corpus=folder, cases=cases)
+    with pytest.warns(RagexpWarning) as caught:
+        dataset = load_dataset(config)
+    assert len(dataset.cases) == 4
+    [warning] = caught
+    assert str(warning.message) == (
+        f"{cases}: 2 relevant_docs name no document of the corpus (q2: c.md, q3: b.md); the "
+        "retrieval metrics count them as misses. Write each as its path relative to "
+        "dataset.corpus, e.g. guides/fees.md"
+    )

@@ -60,7 +60,28 @@ def load_dataset(config: DatasetConfig, cluster_by: str = "auto") -> Dataset:
         cases = [c for c in cases if c.id in set(config.only)]
     if config.limit is not None:
         cases = cases[: config.limit]
+    if documents:
+        _warn_unknown_relevant_docs(cases, documents, config.cases)
     return Dataset(config.name, documents, cases)
+
+
+def _warn_unknown_relevant_docs(cases: list[Case], documents: dict[str, str], path: Path) -> None:
+    """One warning naming the cases whose ``relevant_docs`` are not documents of the corpus:
+    the retrieval metrics would count them as silent misses."""
+    unknown = [
+        f"{case.id}: {doc}"
+        for case in cases
+        for doc in case.relevant_docs or ()
+        if doc not in documents
+    ]
+    if unknown:
+        warnings.warn(
+            f"{path}: {len(unknown)} relevant_docs name no document of the corpus "
+            f"({_files(unknown)}); the retrieval metrics count them as misses. Write each as "
+            "its path relative to dataset.corpus, e.g. guides/fees.md",
+            RagexpWarning,
+            stacklevel=2,
+        )
 
 
 def load_corpus(folder: Path) -> dict[str, str]:
@@ -68,14 +89,19 @@ def load_corpus(folder: Path) -> dict[str, str]:
     ``.txt`` as written, an HTML page's main text, a PDF's pages (`ragexp.data.documents`).
 
     A file that is not UTF-8 text, not a PDF pypdf can read, or that yields no text is skipped
-    with one warning that names the skipped files; only a folder with no document left is an
+    with one warning that names the skipped files; so is a symlink that leads out of the folder
+    (its text would reach the LLMs and MLflow unseen). Only a folder with no document left is an
     error.
     """
     documents: dict[str, str] = {}
     skipped: dict[str, list[str]] = {kind: [] for kind in SKIPPED}
+    root = folder.resolve()
     for path in sorted(folder.rglob("*")):
         if path.is_file() and is_document(path):
             doc_id = path.relative_to(folder).as_posix()
+            if not path.resolve().is_relative_to(root):
+                skipped["outside"].append(f"{doc_id} (-> {path.resolve()})")
+                continue
             text = read_document(path)
             if isinstance(text, Skipped):
                 skipped[text.kind].append(f"{doc_id} ({text.reason})")
@@ -105,6 +131,10 @@ SKIPPED = {
     "utf8": ("file that cannot be read as UTF-8 text", "files that cannot be read as UTF-8 text"),
     "pdf": ("file that is not a PDF pypdf can read", "files that are not PDFs pypdf can read"),
     "empty": ("file that yields no text", "files that yield no text"),
+    "outside": (
+        "link that leads out of the corpus folder (copy the file in to include it)",
+        "links that lead out of the corpus folder (copy the files in to include them)",
+    ),
 }
 """The kinds of skipped file, in the order the warning names them."""
 ICONV = "; re-save as UTF-8 (e.g. iconv -f latin1 -t utf-8 old.md > new.md)"
