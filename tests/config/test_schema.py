@@ -354,3 +354,13 @@ def test_options_for_a_metric_not_in_the_run_are_refused_without_plugins_known()
     raw = with_value(valid_raw(), "metric_options", {"citation_accuracy": {"x": 1}})
     with pytest.raises(ConfigError, match=r"^metric_options\.citation_accuracy: 'citation_acc"):
         validate_config(raw)
+
+
+@pytest.mark.parametrize("model", ["", "  "])
+def test_an_empty_model_name_is_refused_before_the_run(model: str) -> None:
+    raw = with_value(valid_raw(), "judge.model", model)
+    with pytest.raises(ConfigError) as caught:
+        validate_config(raw, KNOWN)
+    assert str(caught.value) == (
+        f"judge.model: a model name, e.g. qwen2.5:7b (it is empty) (got '{model}')"
+    )

@@ -112,6 +112,14 @@ class LLMConfig(StrictModel):
             return None if not urls else urls[0] if len(urls) == 1 else urls
         return value
 
+    @field_validator("model")
+    @classmethod
+    def _a_model_name(cls, value: str) -> str:
+        """A name: an empty one would pass here and fail at the server, after the run started."""
+        if not value.strip():
+            raise ValueError("a model name, e.g. qwen2.5:7b (it is empty)")
+        return value
+
     @field_validator("backend")
     @classmethod
     def _backend_known(cls, value: str, info: ValidationInfo) -> str:
