@@ -11,7 +11,7 @@ import pytest
 from langchain_core.documents import Document
 
 from ragexp.errors import SystemFailed
-from ragexp.systems.shapes import MISSING, pick, read_answer
+from ragexp.systems.shapes import MISSING, pick, read_answer, read_usage
 
 
 @dataclass
@@ -119,3 +119,26 @@ def test_dotted_paths() -> None:
     assert pick(data, "data.choices.0.text") == "x"
     assert pick(data, "data.choices.1.text") is MISSING
     assert pick(data, "answer") is MISSING
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"prompt_tokens": 12, "completion_tokens": 0}, (12, 0)),
+        ({"input_tokens": 7, "output_tokens": 3}, (7, 3)),
+        ({"prompt_tokens": -5, "completion_tokens": 2.5}, (None, None)),
+        ({"prompt_tokens": 10**12, "completion_tokens": True}, (None, None)),
+        ({"prompt_tokens": "12", "completion_tokens": None}, (None, None)),
+    ],
+)
+def test_token_counts_the_cost_figures_cannot_believe_are_no_counts(
+    usage: dict[str, Any], expected: tuple[int | None, int | None]
+) -> None:
+    prompt, completion, _ = read_usage({"answer": "a", "usage": usage})
+    assert (prompt, completion) == expected
+
+
+def test_a_score_that_is_not_a_finite_number_is_none() -> None:
+    contexts = [{"text": "t", "score": s} for s in (float("nan"), float("inf"), 0.5)]
+    answer = read_answer({"answer": "a", "contexts": contexts}, "app")
+    assert [c.score for c in answer.contexts] == [None, None, 0.5]

@@ -14,6 +14,7 @@ its metadata's ``doc_id``, ``source``, ``file_path`` or ``file_name`` (the first
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -136,12 +137,20 @@ def _first(obj: Any, names: Sequence[str]) -> Any:
 def _score(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return float(value) if math.isfinite(value) else None
+
+
+MAX_TOKENS = 10_000_000
+"""More tokens than any model reads or writes in one call: a count above it is not believed."""
 
 
 def _tokens(usage: Any, names: Sequence[str]) -> int | None:
+    """A token count the cost figures can take: a whole number from 0 to `MAX_TOKENS` (a
+    negative, fractional or absurd one is no count)."""
     value = _first(usage, names) if usage is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKENS else None
 
 
 def _describe(value: Any) -> str:
