@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.errors import ConfigError, first_line
+from ragexp.tracking.orphans import owner_tags
 from ragexp.tracking.store import FIX
 from ragexp.tracking.writer import Store, Target
 
@@ -68,7 +69,7 @@ def open_parent_run(store: Store, message: ParentOpen) -> str:
         run = store.client.create_run(
             store.experiment_id,
             run_name=message.target.run_name,
-            tags=resolve_tags({"ragexp.sweep": "true", "ragexp.status": "running"}),
+            tags=resolve_tags({"ragexp.sweep": "true", "ragexp.status": "running", **owner_tags()}),
         )
         params = [Param(k, v) for k, v in message.params.items()]
         store.client.log_batch(run.info.run_id, params=params)

@@ -9,6 +9,7 @@ logs the metrics, the per-case table and the artifacts and ends the run with its
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragexp.errors import first_line
+from ragexp.tracking.orphans import end_orphans, owner_tags
 from ragexp.tracking.records import CaseRecord, log_traces
 from ragexp.tracking.revise import Revision, revise_traces
 from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, rows_table
@@ -128,9 +130,26 @@ class Stores:
             client, experiment_id = open_store(uri, experiment)
             from mlflow.tracing.client import TracingClient
 
+            _end_orphans(client, experiment_id, uri)
+
             self.opened[key] = Store(client, TracingClient(uri), experiment_id)
             self.opens += 1
         return self.opened[key]
+
+
+def _end_orphans(client: Any, experiment_id: str, uri: str) -> None:
+    """End the runs that processes gone without a word left RUNNING (`ragexp.tracking.orphans`),
+    and say so; never in the way of this run."""
+    try:
+        ended = end_orphans(client, experiment_id)
+    except Exception:  # a store that cannot search: this run says what is wrong, if anything
+        return
+    if ended:
+        print(
+            f"ragexp: note: {len(ended)} MLflow run(s) in {uri} were left RUNNING by processes "
+            f"that no longer exist; ended KILLED ({', '.join(ended)})",
+            file=sys.stderr,
+        )
 
 
 class RunWriter:
@@ -160,7 +179,7 @@ class RunWriter:
             self.experiment_id,
             start_time=begin.start_ms,
             run_name=self.target.run_name,
-            tags=resolve_tags(dict(begin.tags)),
+            tags=resolve_tags({**begin.tags, **owner_tags()}),
         )
         flat = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
         params = [Param(k, v) for k, v in flat.items()]
