@@ -32,6 +32,21 @@ def verdict(c: MetricComparison) -> str:
     return VERDICTS[c.decide()]
 
 
+def failed_phrase(c: MetricComparison, a: str = "A", b: str = "B") -> str:
+    """``1 case failed in B, scored worst``: the failed cases a comparison paired, scored 0 in
+    the run that failed, and those it left out, failed in both; "" when none failed."""
+    parts = [
+        f"{n} {'case' if n == 1 else 'cases'} failed in {run}"
+        for n, run in ((c.failed_a, a), (c.failed_b, b))
+        if n
+    ]
+    phrase = f"{' and '.join(parts)}, scored worst" if parts else ""
+    if c.failed_both:
+        both = f"{c.failed_both} failed in both, left out"
+        phrase = f"{phrase}; {both}" if phrase else both
+    return phrase
+
+
 def noise_notes(
     a: Sequence[CaseResult], b: Sequence[CaseResult], comparisons: Sequence[MetricComparison]
 ) -> str:

@@ -129,3 +129,9 @@ def cluster_notes(found: Iterable[Evidence]) -> list[str]:
         return []
     g = min(few)
     return [few_clusters_note(g)] + ([unreachable_note(g)] if g < MIN_UNITS else [])
+
+
+def over_cases(m: MetricSummary) -> str:
+    """``over 39 cases, 1 failed``: what a mean covers, and the failed cases it leaves out."""
+    cases = "case" if m.n == 1 else "cases"
+    return f"over {m.n} {cases}, {m.failed} failed" if m.failed else f"over {m.n} {cases}"

@@ -248,15 +248,11 @@ def _compare_metric(
         for case_id, score_a, score_b, label_a, label_b in pairs
         if (label_a, score_a) != (label_b, score_b)
     )
-    failures = {
-        "failed_a": len(pairing.failed_a),
-        "failed_b": len(pairing.failed_b),
-        "failed_both": pairing.failed_both,
-    }
+    failed_a, failed_b = len(pairing.failed_a), len(pairing.failed_b)
     if not pairs:
         return MetricComparison(
             name, 0, pairing.only_a, pairing.only_b, None, None, None, None, None, None,
-            differing, **failures,
+            differing, failed_a=failed_a, failed_b=failed_b, failed_both=pairing.failed_both,
         )  # fmt: skip
     score_a = np.array([p[1] for p in pairs])
     score_b = np.array([p[2] for p in pairs])
@@ -288,7 +284,9 @@ def _compare_metric(
             _worst_where(case_scores(a, name), pairing.failed_a, cluster_of),
             _worst_where(case_scores(by_id_b.values(), name), pairing.failed_b, cluster_of),
         ),
-        **failures,
+        failed_a=failed_a,
+        failed_b=failed_b,
+        failed_both=pairing.failed_both,
     )
 
 
