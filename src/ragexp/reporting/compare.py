@@ -114,6 +114,7 @@ def render(
     ]
     notes = cluster_notes(c.evidence for c in comparisons)
     lines += ["", *notes] if notes else []
+    lines += _failed_lines(comparisons)
     lines += _power_lines(comparisons, power, effect)
     lines += _corrected_lines(comparisons)
     lines += _cost_lines(*costs)
@@ -137,6 +138,19 @@ def _differing_lines(c: MetricComparison, markdown: bool) -> list[str]:
     if len(shown) < len(c.differing):
         lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")
     return lines
+
+
+def _failed_lines(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """The failed cases each comparison paired (scored worst where they failed) or left out."""
+    lines = [f"- {c.metric}: {phrase}." for c in comparisons if (phrase := failed_phrase(c))]
+    if not lines:
+        return []
+    return [
+        "",
+        "Failed cases (the system or the metric raised) count against the run they failed in: "
+        "scored 0 there, paired with the other run's score; a case failed in both is left out.",
+        *lines,
+    ]
 
 
 def _clusters(c: MetricComparison) -> str:
