@@ -108,6 +108,12 @@ class SystemFailed(RagexpError):
     """The system under test (``system=python|http|answers|...``) gave no usable answer for one
     case: it raised, its reply has no answer, the answers file has none. Recorded on the case."""
 
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+        """What the one-line message leaves out (the traceback of the user's code, a service's
+        reply), kept in ``cases.jsonl`` and the run's log."""
+
 
 class MetricError(RagexpError):
     """A metric could not score one case."""

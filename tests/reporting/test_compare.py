@@ -52,3 +52,20 @@ def test_8_documents_reach_a_verdict_with_a_note() -> None:
 def test_independent_cases_carry_no_cluster_note() -> None:
     text = _table(60)
     assert "clusters (documents)" not in text
+
+
+def test_the_failed_cases_of_each_run_are_said() -> None:
+    a = _cases(np.ones(10), 10)
+    b = _cases(np.ones(10), 10)
+    a[0] = a[0].model_copy(update={"error": "boom", "metrics": {}})
+    for case in (b[1], b[2]):
+        case.metrics[METRIC] = MetricResult(error="ValueError: x")
+    b[0] = b[0].model_copy(update={"error": "boom", "metrics": {}})
+    b[3] = b[3].model_copy(update={"error": "boom", "metrics": {}})
+    text = render("a", "b", compare_cases(a, b), markdown=False)
+    assert "- faithfulness: 3 cases failed in B, scored worst; 1 failed in both, left out." in text
+    assert "| faithfulness | 1.000 | 0.667 | -0.333 |" in text  # 9 pairs, 3 of B's scored 0
+    [c] = compare_cases(b, a)
+    text = render("b", "a", [c], markdown=False)
+    assert "- faithfulness: 3 cases failed in A, scored worst; 1 failed in both" in text
+    assert "failed" not in render("a", "b", compare_cases(a[1:], a[1:]), markdown=False)

@@ -197,7 +197,7 @@ def test_unscored_metric_shows_na() -> None:
     )
     summary = Summary(n_cases=2, n_errors=0, metrics={"faithfulness": empty})
     report = render(summary=summary)
-    assert "| faithfulness | n/a | n/a | 0 (+2 unscored) | – | – | 0 | 0 |" in report
+    assert "| faithfulness | n/a | n/a | 0 (+2 unscored) | 0 | – | – | 0 | 0 |" in report
     assert "**Faithfulness" not in report
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ragexp.config.schema import GateConfig
 from ragexp.results import CaseResult, MetricResult
-from ragexp.run.gate import gate_failures, noninferiority
+from ragexp.run.gate import failed_cases_failures, gate_failures, noninferiority
 from ragexp.stats.paired import shown_not_worse
 from ragexp.stats.summarize import summarize
 
@@ -109,3 +109,45 @@ def test_a_larger_run_equal_to_its_baseline_passes(margin: float) -> None:
     failures, [line] = noninferiority(cases, cases, {METRIC: margin}, "base")
     assert failures == []
     assert "(95% CI -0.010 … +0.010, 400 paired cases)" in line
+
+
+def _failed(case_id: str) -> CaseResult:
+    return CaseResult(case_id=case_id, question="q", error="app raised KeyError: 'x'",
+                      error_kind="SystemFailed")  # fmt: skip
+
+
+def test_a_failed_case_fails_any_gate_unless_allowed() -> None:
+    cases = [*_cases([1.0] * 39), _failed("c999")]
+    summary = summarize(cases, [METRIC])
+    assert gate_failures(summary, GateConfig(faithfulness=0.9)) == []  # the mean looks fine
+    [line] = failed_cases_failures(summary, GateConfig(faithfulness=0.9))
+    assert line == (
+        "1 case failed (gate.allow_errors=0): 1 SystemFailed (app raised KeyError: 'x'); allow "
+        "them with gate.allow_errors=1"
+    )
+    assert failed_cases_failures(summary, GateConfig(baseline="main"))  # a baseline gate too
+    assert failed_cases_failures(summary, GateConfig(faithfulness=0.9, allow_errors=1)) == []
+    assert failed_cases_failures(summary, GateConfig()) == []  # no gate, nothing to fail
+    two = summarize([*cases, _failed("c998")], [METRIC])
+    [line] = failed_cases_failures(two, GateConfig(faithfulness=0.9, allow_errors=1))
+    assert line.startswith("2 cases failed (gate.allow_errors=1)")
+
+
+def test_allow_errors_is_a_setting_not_a_threshold() -> None:
+    gate = GateConfig.model_validate({"allow_errors": 3, "faithfulness": 0.8})
+    assert (gate.allow_errors, gate.thresholds()) == (3, {"faithfulness": 0.8})
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        GateConfig.model_validate({"allow_errors": -1})
+
+
+def test_the_not_worse_than_gate_scores_a_case_failed_in_this_run_worst() -> None:
+    """The issue's example in miniature: this run's mean over the cases it answered is above
+    the baseline's, but the case it failed on counts 0, and the gate says so."""
+    scores = [1.0, 1.0, 1.0, 0.0] * 10
+    baseline = _cases(scores)
+    this = [*_cases(scores[:-1]), _failed("c039")]  # failed where the baseline scored 0
+    this[3] = this[3].model_copy(update={"error": "app raised", "metrics": {}})  # and here
+    failures, passes = noninferiority(this, baseline, {METRIC: 0.05}, "main")
+    [line] = failures + passes
+    assert "40 paired cases; 2 cases failed in this run, scored worst)" in line
+    assert "Δ +0.000" in line  # both failures were on cases the baseline got wrong (0)

@@ -94,13 +94,78 @@ def test_interval_is_the_paired_t_interval_when_the_differences_vary() -> None:
     assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
-def test_only_cases_both_runs_scored_are_paired() -> None:
+def test_only_cases_both_runs_scored_or_failed_on_are_paired() -> None:
     a = _cases({"c1": 1.0, "c2": 1.0, "c3": 0.0, "c4": None})
     b = _cases({"c1": 1.0, "c3": None, "c4": 1.0, "c5": 0.5})
     b[0].metrics["faithfulness"] = MetricResult(score=None, error="boom")  # c1: an error in B
     [c] = compare_cases(a, b)
-    assert (c.n_paired, c.only_a, c.only_b) == (0, 3, 2)
-    assert verdict(c) == "no paired cases"
+    # c1 is paired (B's failure scored 0); c2 missing in B, c3 unscored in B: only A; c4
+    # unscored in A and c5 missing from A: only B
+    assert (c.n_paired, c.only_a, c.only_b) == (1, 2, 2)
+    assert (c.failed_a, c.failed_b, c.failed_both) == (0, 1, 0)
+    assert (c.mean_a, c.mean_b) == (1.0, 0.0)
+    assert [(d.case_id, d.label_a, d.label_b) for d in c.differing] == [("c1", "YES", "failed")]
+
+
+# A's and B's scores on 12 cases; B failed on the last (its system raised): the issue's example
+# in miniature. B's mean over the 11 cases it answered (0.682) is above A's over all 12 (0.667).
+MINI_A = [1.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.5, 1.0, 0.0, 1.0, 0.5, 1.0]
+MINI_B = [1.0, 1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.0]
+
+
+def _failed_case(case_id: str) -> CaseResult:
+    return CaseResult(case_id=case_id, question="q", error="system 'python' raised KeyError: 'x'")
+
+
+def test_a_case_failed_in_one_run_is_scored_worst_there_not_dropped() -> None:
+    from scipy import stats
+
+    a = _cases({f"c{i}": s for i, s in enumerate(MINI_A)})
+    b = [*_cases({f"c{i}": s for i, s in enumerate(MINI_B)}), _failed_case("c11")]
+    assert np.mean(MINI_B) > np.mean(MINI_A)  # the survivors' mean looks better
+    [c] = compare_cases(a, b)
+    # independently: the literal vectors with B's failure scored 0, a one-sample t interval
+    diff = np.array([*MINI_B, 0.0]) - np.array(MINI_A)
+    assert diff.var(ddof=1) > 1 / 13  # above the variance floor: the plain t interval applies
+    ci = stats.ttest_1samp(diff, 0.0).confidence_interval(0.95)
+    assert c.delta == pytest.approx(-0.5 / 12) and c.delta < 0
+    assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert (c.n_paired, c.failed_a, c.failed_b, c.failed_both) == (12, 0, 1, 0)
+    assert (c.mean_a, c.mean_b) == pytest.approx((np.mean(MINI_A), np.sum(MINI_B) / 12))
+
+
+def test_a_case_failed_in_a_counts_against_a_and_one_failed_in_both_is_left_out() -> None:
+    a = [*_cases({"c0": 1.0, "c1": 0.5, "c2": 1.0}), _failed_case("c3"), _failed_case("c4")]
+    b = [*_cases({"c0": 1.0, "c1": 1.0, "c2": 0.5, "c3": 0.5}), _failed_case("c4")]
+    b[2].metrics["faithfulness"] = MetricResult(score=None, error="ValueError: x")  # c2: metric
+    [c] = compare_cases(a, b)
+    assert (c.n_paired, c.failed_a, c.failed_b, c.failed_both) == (4, 1, 1, 1)
+    assert (c.only_a, c.only_b) == (0, 0)
+    assert c.delta == pytest.approx(np.mean([0.0, 0.5, -1.0, 0.5]))
+
+
+def test_a_failed_case_keeps_its_cluster() -> None:
+    """Cases that share a document move together, a failed one too: the cluster-robust
+    interval is the same whether the failure is recorded or its worst score written in."""
+    scores_a = [1.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.5, 1.0, 0.0, 1.0, 0.5, 1.0]
+    scores_b = [1.0, 1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.0, 0.0]
+    docs = [f"d{i // 2}" for i in range(12)]
+
+    def run(scores: list[float], fail_last: bool) -> list[CaseResult]:
+        cases = _cases({f"c{i}": s for i, s in enumerate(scores)})
+        for case, doc in zip(cases, docs, strict=True):
+            case.cluster = doc
+        if fail_last:
+            cases[-1] = _failed_case("c11").model_copy(update={"cluster": docs[-1]})
+        return cases
+
+    [failed] = compare_cases(run(scores_a, False), run(scores_b, True))
+    [written] = compare_cases(run(scores_a, False), run(scores_b, False))
+    assert failed.n_clusters == written.n_clusters == 6
+    assert (failed.ci_low, failed.ci_high, failed.design_effect) == pytest.approx(
+        (written.ci_low, written.ci_high, written.design_effect)
+    )
+    assert failed.p_value == pytest.approx(written.p_value)
 
 
 def _run_dir(root: Path, name: str, scores: list[float]) -> Path:

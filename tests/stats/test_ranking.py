@@ -219,3 +219,33 @@ def test_jobs_are_ranked_by_corrected_means_only_when_every_job_has_them() -> No
     summary = summarize_sweep(both, "faithfulness", ["generator.model"])
     assert summary.ranking_basis == "calibrated"
     assert [r.job.label for r in summary.rows] == ["gen-b", "gen-a"]
+
+
+def test_a_job_that_failed_on_cases_is_ranked_and_tested_with_them_counted_zero() -> None:
+    """gen-crash's mean over the 16 cases it answered (0.875) is above gen-steady's over all
+    20 (0.75); with its 4 failures counted 0 it is 0.7: ranked second, and its test against
+    gen-steady pairs those 4 cases with their failures scored 0."""
+    from ragexp.reporting.sweep import table, to_json
+
+    steady = _job("gen-steady", ["YES"] * 15 + ["NO"] * 5)
+    crash = _job("gen-crash", ["YES"] * 14 + ["NO"] * 2 + ["YES"] * 4)
+    failed = [
+        c.model_copy(update={"error": "boom", "metrics": {}}) if i >= 16 else c
+        for i, c in enumerate(crash.cases)
+    ]
+    crash = JobResult(
+        dir=crash.dir, label=crash.label, swept=crash.swept, status="finished",
+        summary=summarize(failed, ["faithfulness"]), cases=failed,
+    )  # fmt: skip
+    assert crash.mean("faithfulness") == pytest.approx(14 / 16)
+    summary = summarize_sweep([crash, steady], "faithfulness", ["generator.model"])
+    first, second = summary.rows
+    assert (first.job.label, second.job.label) == ("gen-steady", "gen-crash")
+    assert ranking.ranking_mean(crash, "faithfulness") == pytest.approx(14 / 20)
+    assert second.test is not None
+    assert (second.test.n_paired, second.test.failed_b) == (20, 4)
+    assert second.test.delta == pytest.approx(14 / 20 - 15 / 20)
+    [line] = [r for r in to_json(summary)["jobs"] if r["label"] == "gen-crash"]
+    assert (line["test"]["failed"], line["test"]["reference_failed"]) == (4, 0)
+    header, *rows = table(summary)
+    assert [row[header.index("failed")] for row in rows] == ["0", "4"]

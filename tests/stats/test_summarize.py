@@ -134,6 +134,7 @@ def test_faithfulness_summary(summary: Summary) -> None:
     assert f.label_counts == {"NO": 1, "PARTIAL": 1, "YES": 2}
     assert f.parse_failures == 1
     assert f.errors == 1
+    assert f.failed == 3  # c6 (the metric), c7 and c8 (the system): never silently dropped
     assert f.ci_low is not None and f.ci_high is not None
     assert (f.ci_low, f.ci_high) == mean_ci([1.0, 0.5, 0.0, 1.0])
     assert f.ci_low <= f.mean <= f.ci_high
@@ -148,13 +149,14 @@ def test_answer_relevance_summary(summary: Summary) -> None:
     assert r.label_counts == {"2": 1, "3": 1, "4": 1, "5": 1}
     assert r.parse_failures == 1
     assert r.errors == 1
+    assert r.failed == 3  # c4, c7, c8
 
 
 def test_metric_nobody_scored() -> None:
     cases = [case("a", error="boom"), case("b", faithfulness=MetricResult(error="x"))]
     summary = summarize(cases, ["faithfulness", "context_recall"])
     f = summary.metrics["faithfulness"]
-    assert (f.mean, f.ci_low, f.ci_high, f.n, f.errors) == (None, None, None, 0, 1)
+    assert (f.mean, f.ci_low, f.ci_high, f.n, f.errors, f.failed) == (None, None, None, 0, 1, 2)
     c = summary.metrics["context_recall"]
     assert (c.mean, c.n, c.errors, c.label_counts) == (None, 0, 0, {})
     assert summary.n_errors == 1

@@ -5,7 +5,8 @@ from word-overlap retrieval over CORPUS. ``GET /count`` says how many questions 
 
 Faults on demand, by a marker in the question: ``[500]`` answers 500 with an error message,
 ``[slow]`` sleeps 3 s before answering, ``[badjson]`` answers 200 with a body that is not JSON,
-``[noanswer]`` answers 200 without ``answer``. With ``$RAG_SERVICE_KEY`` set, a request without
+``[noanswer]`` answers 200 without ``answer``, ``[flaky]`` answers 500 the first two times a
+question is asked, then as usual. With ``$RAG_SERVICE_KEY`` set, a request without
 ``Authorization: Bearer <key>`` gets 401.
 """
 
@@ -24,6 +25,7 @@ from lexical import first_sentence, load, search
 
 DOCS: dict[str, str] = {}
 ASKED = {"n": 0}
+FLAKY: dict[str, int] = {}
 LOCK = threading.Lock()
 
 
@@ -51,6 +53,13 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             ASKED["n"] += 1
         question = str(request.get("question", ""))
+        if "[flaky]" in question:
+            with LOCK:
+                FLAKY[question] = FLAKY.get(question, 0) + 1
+                tries = FLAKY[question]
+            if tries <= 2:
+                self._send(500, json.dumps({"error": f"cold start ({tries})"}).encode())
+                return
         if "[500]" in question:
             self._send(500, json.dumps({"error": "the vector index shard 3 is down"}).encode())
             return

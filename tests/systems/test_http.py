@@ -130,6 +130,34 @@ def test_faults_of_the_service_are_errors_of_their_cases(tmp_path: Path) -> None
     assert "without 'answer'" in cases["noanswer"]["error"]
     assert "the answer went elsewhere" in cases["noanswer"]["error"]  # the server's words
     assert cases["noanswer"]["error_kind"] == "SystemFailed"
+    # what the one line leaves out: the status and the server's words, the whole reply
+    assert cases["e500"]["error_detail"] == "HTTP 500: the vector index shard 3 is down"
+    assert cases["noanswer"]["error_detail"].startswith('reply: {"result": "the answer went')
+    assert cases["ok1"]["error_detail"] is None
+    log = (world / "run" / "ragexp.log").read_text()
+    assert "case e500 failed: " in log and "HTTP 500: the vector index shard 3 is down" in log
+
+
+def test_the_services_retries_are_counted_like_llm_retries(tmp_path: Path) -> None:
+    """A service that answers 500 twice, then 200, for one case: the case's call took 3
+    requests, and the summary counts 2 retries of the system's calls."""
+    cases = [*make_world(tmp_path).joinpath("cases.jsonl").read_text().splitlines()]
+    flaky = json.loads(cases[0]) | {"question": "[flaky] " + json.loads(cases[0])["question"]}
+    (tmp_path / "cases.jsonl").write_text("\n".join([json.dumps(flaky), *cases[1:]]) + "\n")
+    with rag_service(tmp_path) as service:
+        result = run_ragexp(
+            "system=http", f"system.url={service.url}", *dataset_args(tmp_path),
+            "metrics=[hit_rate]", "tracking.enabled=false", "hydra.run.dir=run", cwd=tmp_path,
+        )  # fmt: skip
+        asks = service.asks()
+    assert result.returncode == 0, result.stderr
+    assert asks == 6 + 2  # the service saw the two failed requests
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["calls"]["system"]["retries"] == 2
+    assert summary["calls"]["system"]["made"] == 6
+    first = json.loads((tmp_path / "run" / "cases.jsonl").read_text().splitlines()[0])
+    assert first["error"] is None and first["generation"]["attempts"] == 3
+    assert "(+2 retries)" in result.stderr
 
 
 def test_a_body_template_is_filled_with_values_of_any_type() -> None:

@@ -15,7 +15,7 @@ from ragexp.plugins.manager import load_plugins
 from ragexp.results import CaseResult
 from tests.cli_run import OllamaRun
 from tests.systems.test_interface import _config, _run
-from tests.systems.world import dataset_args, make_world
+from tests.systems.world import CASES, dataset_args, make_world
 
 
 def _cases(run_dir: Path) -> dict[str, dict[str, object]]:
@@ -189,3 +189,84 @@ def test_a_bad_target_is_one_line(world: Path, target: str, message: str) -> Non
     with pytest.raises(ConfigError) as info:
         _in_process(world, {"kind": "python", "target": target})
     assert str(info.value).startswith(message)
+
+
+CRASHES = """\
+import os
+
+from my_rag import answer as good_answer
+
+PRICES = {}
+
+
+def price_of(question):
+    return PRICES[question]
+
+
+def answer(question, case_id):
+    if case_id != "c07":
+        return good_answer(question, top_k=3)
+    try:
+        return price_of(question)
+    except KeyError as exc:
+        secret = os.environ["TEAM_TOKEN"]
+        raise RuntimeError(f"price lookup failed ({secret})") from exc
+"""
+TOKEN = "tok-9f3e-never-in-a-file"
+
+
+def _crashing_world(root: Path) -> Path:
+    """21 cases (the world's six, again and again); the team's app crashes on one of them: 1 of
+    21 is under the default run.max_error_rate (5%), as 1 of 40 was in the issue."""
+    cases = [(f"c{i:02d}", q, d) for i, (_, q, d) in enumerate(CASES * 4) if i < 21]
+    world = make_world(root, cases)
+    (world / "crashes.py").write_text(CRASHES)
+    return world
+
+
+def _crashing_run(ollama: OllamaRun, world: Path, run: str, *gate: str, expect: int) -> str:
+    result = ollama.ragexp(
+        "system=python", "system.target=crashes:answer", *dataset_args(world),
+        "metrics=[hit_rate]", f"hydra.run.dir={run}", "judge.api_key_env=TEAM_TOKEN", *gate,
+        env={"TEAM_TOKEN": TOKEN}, expect=expect,
+    )  # fmt: skip
+    return result.stderr
+
+
+def test_a_case_the_app_crashed_on_is_kept_counted_and_fails_the_gate(
+    ollama: OllamaRun,
+) -> None:
+    world = _crashing_world(ollama.cwd)
+    stderr = _crashing_run(ollama, world, "run", expect=0)  # no gate: the run itself goes on
+    assert "hit_rate 1.000 over 20 cases, 1 failed" in stderr
+    cases = _cases(world / "run")
+    crashed = cases["c07"]
+    assert crashed["error"] == "crashes:answer raised RuntimeError: price lookup failed (***)"
+    detail = crashed["error_detail"]
+    # the user's code: its functions and lines, the exception it chained, none of ragexp's
+    assert "line 16, in answer\n    return price_of(question)" in detail
+    assert "line 9, in price_of\n    return PRICES[question]" in detail
+    assert "KeyError: '" in detail and "was the direct cause of the following" in detail
+    assert 'line 19, in answer\n    raise RuntimeError(f"price lookup failed' in detail
+    assert detail.endswith("RuntimeError: price lookup failed (***)")
+    assert "ragexp" not in detail and "asyncio" not in detail and "concurrent" not in detail
+    log = (world / "run" / "ragexp.log").read_text()
+    assert "case c07 failed: crashes:answer raised RuntimeError" in log
+    assert "line 9, in price_of" in log
+    for path in (world / "run").rglob("*"):
+        assert path.is_dir() or TOKEN not in path.read_text(errors="replace"), path
+    assert TOKEN not in stderr
+    summary = json.loads((world / "run" / "summary.json").read_text())
+    assert (summary["n_failed"], summary["metrics"]["hit_rate"]["failed"]) == (1, 1)
+    assert summary["metrics"]["hit_rate"]["n"] == 20
+    report = (world / "run" / "report.md").read_text()
+    assert "Means over the cases that did not fail: hit_rate over 20 cases, 1 failed." in report
+
+    stderr = _crashing_run(ollama, world, "gated", "gate.hit_rate=0.9", expect=1)
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "ragexp: error: gate: 1 case failed (gate.allow_errors=0): 1 SystemFailed (crashes:answer"
+    )
+    assert last.endswith("; allow them with gate.allow_errors=1")
+    allowed = ("gate.hit_rate=0.9", "gate.allow_errors=1")
+    _crashing_run(ollama, world, "allowed", *allowed, expect=0)

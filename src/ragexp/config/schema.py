@@ -130,6 +130,9 @@ class GateConfig(BaseModel):
     margin: float | dict[str, float] | None = None
     """How much worse than the baseline is tolerated: one number for the primary metric
     (default 0.02 when a baseline is given), or ``gate.margin.<metric>`` per metric."""
+    allow_errors: int = Field(default=0, ge=0)
+    """How many failed cases (the system or a metric raised on them) a gated run may have; one
+    more fails the gate, whatever the means say."""
 
     def margins(self, primary: str) -> dict[str, float]:
         """Metric -> margin of the not-worse-than gate (empty without a baseline)."""

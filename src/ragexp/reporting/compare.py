@@ -32,6 +32,21 @@ def verdict(c: MetricComparison) -> str:
     return VERDICTS[c.decide()]
 
 
+def failed_phrase(c: MetricComparison, a: str = "A", b: str = "B") -> str:
+    """``1 case failed in B, scored worst``: the failed cases a comparison paired, scored 0 in
+    the run that failed, and those it left out, failed in both; "" when none failed."""
+    parts = [
+        f"{n} {'case' if n == 1 else 'cases'} failed in {run}"
+        for n, run in ((c.failed_a, a), (c.failed_b, b))
+        if n
+    ]
+    phrase = f"{' and '.join(parts)}, scored worst" if parts else ""
+    if c.failed_both:
+        both = f"{c.failed_both} failed in both, left out"
+        phrase = f"{phrase}; {both}" if phrase else both
+    return phrase
+
+
 def noise_notes(
     a: Sequence[CaseResult], b: Sequence[CaseResult], comparisons: Sequence[MetricComparison]
 ) -> str:
@@ -99,6 +114,7 @@ def render(
     ]
     notes = cluster_notes(c.evidence for c in comparisons)
     lines += ["", *notes] if notes else []
+    lines += _failed_lines(comparisons)
     lines += _power_lines(comparisons, power, effect)
     lines += _corrected_lines(comparisons)
     lines += _cost_lines(*costs)
@@ -122,6 +138,19 @@ def _differing_lines(c: MetricComparison, markdown: bool) -> list[str]:
     if len(shown) < len(c.differing):
         lines.append(f"- … {len(c.differing) - len(shown)} more (--format md lists them all)")
     return lines
+
+
+def _failed_lines(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """The failed cases each comparison paired (scored worst where they failed) or left out."""
+    lines = [f"- {c.metric}: {phrase}." for c in comparisons if (phrase := failed_phrase(c))]
+    if not lines:
+        return []
+    return [
+        "",
+        "Failed cases (the system or the metric raised) count against the run they failed in: "
+        "scored 0 there, paired with the other run's score; a case failed in both is left out.",
+        *lines,
+    ]
 
 
 def _clusters(c: MetricComparison) -> str:

@@ -16,6 +16,7 @@ from ragexp.reporting.wording import (
     metric_failure_line,
     noise_line,
     num,
+    over_cases,
     self_judge_note,
     tiny_judge_note,
 )
@@ -148,8 +149,9 @@ def _scores(summary: Summary) -> list[str]:
     lines = [
         "## Scores",
         "",
-        "| metric | mean | 95% CI | n | clusters (deff) | labels | parse failures | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| metric | mean | 95% CI | n | failed | clusters (deff) | labels | parse failures "
+        "| errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, m in summary.metrics.items():
         mean = f"{m.mean:.3f}" if m.mean is not None else "n/a"
@@ -157,7 +159,7 @@ def _scores(summary: Summary) -> list[str]:
         labels = ", ".join(f"{text(k, cell=True)}: {v}" for k, v in m.label_counts.items()) or "–"
         n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
         lines.append(
-            f"| {name} | {mean} | {ci} | {n} | {clusters_cell(m)} | {labels} | "
+            f"| {name} | {mean} | {ci} | {n} | {m.failed} | {clusters_cell(m)} | {labels} | "
             f"{m.parse_failures} | {m.errors} |"
         )
     counts = {name: m.n for name, m in summary.metrics.items()}
@@ -166,9 +168,13 @@ def _scores(summary: Summary) -> list[str]:
         lines += [
             "",
             f"Each mean covers the cases its metric scored ({covered} of {summary.n_cases}): "
-            "the others failed, or the metric could not score them (n/a, e.g. no reference). "
-            "Compare means over the same cases with `ragexp compare`.",
+            "the others failed (the failed column), or the metric could not score them (n/a, "
+            "e.g. no reference). Compare means over the same cases with `ragexp compare`, "
+            "which scores a case that failed in one run 0 there.",
         ]
+    failed = [f"{name} {over_cases(m)}" for name, m in summary.metrics.items() if m.failed]
+    if failed:
+        lines += ["", f"Means over the cases that did not fail: {'; '.join(failed)}."]
     few = [
         e.units for m in summary.metrics.values() if (e := Evidence(m.n, m.n_clusters)).few_clusters
     ]

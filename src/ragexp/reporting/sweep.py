@@ -40,7 +40,7 @@ def table(summary: SweepSummary) -> list[list[str]]:
     header = [
         "rank", *(short[k] for k in summary.swept), *metrics,
         *([f"{summary.primary} corrected"] if corrected else []), "n", "clusters (deff)",
-        "parse fail", "errors", f"Δ vs {versus}" + (" (corrected)" if corrected else ""),
+        "parse fail", "failed", f"Δ vs {versus}" + (" (corrected)" if corrected else ""),
         "p (Holm)", "MDE", "tokens/case", "front", "verdict",
     ]  # fmt: skip
     rows = [header]
@@ -57,7 +57,7 @@ def table(summary: SweepSummary) -> list[list[str]]:
                 str(primary.n) if primary else "–",
                 clusters_cell(primary),
                 str(sum(m.parse_failures for m in s.metrics.values())) if s else "–",
-                str(s.n_errors + sum(m.errors for m in s.metrics.values())) if s else "–",
+                str(s.n_failed) if s else "–",
                 _delta(row),
                 _p(row.p_adjusted),
                 num(row.mde, digits=2) if row.mde is not None else "–",
@@ -241,6 +241,9 @@ def _row_json(row: Row) -> dict[str, Any]:
         else {
             "reference": row.reference,
             "n_paired": test.n_paired,
+            "failed": test.failed_b,
+            "reference_failed": test.failed_a,
+            "failed_both": test.failed_both,
             "delta": test.delta,
             "ci_low": test.ci_low,
             "ci_high": test.ci_high,
@@ -281,7 +284,9 @@ def _method(summary: SweepSummary) -> list[str]:
         f"p-values adjusted across the {n_tests} tests (Holm). A verdict of 'worse' or "
         f"'better' needs an adjusted p < {ALPHA} and a {int(CONFIDENCE * 100)}% paired "
         "bootstrap interval of Δ that excludes 0; 'within judge noise' means |Δ| is below the "
-        "noise floor measured with `judge.repeats`. Means carry 95% Wilson intervals."
+        "noise floor measured with `judge.repeats`. Means carry 95% Wilson intervals, over the "
+        "cases that did not fail; a failed case (the system or the metric raised) counts 0 in "
+        "the ranking and in the tests, against the job it failed in (the failed column)."
         + (
             " With human labels on both sides, Δ, its interval and p are corrected for the "
             "judge's bias (prediction-powered inference, PPI++, paired over the cases), and "

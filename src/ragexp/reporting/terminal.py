@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragexp.reporting.card import card_terminal
-from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line
+from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line, over_cases
 from ragexp.results.summary import Summary
 
 
@@ -15,7 +15,13 @@ def summary_line(
     """``ragexp: done in 12.3 s (72 LLM calls): faithfulness 0.917, ...; report: <path>``."""
     means = ", ".join(
         (f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a")
-        + (f" (n={m.n} of {summary.n_cases})" if m.n < summary.n_cases else "")
+        + (
+            f" {over_cases(m)}"
+            if m.failed
+            else f" (n={m.n} of {summary.n_cases})"
+            if m.n < summary.n_cases
+            else ""
+        )
         for name, m in summary.metrics.items()
     )
     answers = f"answers: {answers_phrase(summary.answers)}; " if summary.answers else ""

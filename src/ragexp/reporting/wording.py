@@ -147,3 +147,9 @@ def answers_phrase(info: AnswersInfo) -> str:
     if info.reused and not why:
         why.append("same command")
     return ", ".join(parts) + (f" ({'; '.join(why)})" if why else "")
+
+
+def over_cases(m: MetricSummary) -> str:
+    """``over 39 cases, 1 failed``: what a mean covers, and the failed cases it leaves out."""
+    cases = "case" if m.n == 1 else "cases"
+    return f"over {m.n} {cases}, {m.failed} failed" if m.failed else f"over {m.n} {cases}"

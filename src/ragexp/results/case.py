@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+DETAIL_CHARS = 8000
+"""The most of an ``error_detail`` kept (its end: a traceback's last frames and the error)."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -146,6 +149,10 @@ class CaseResult(_Model):
     """Why retrieval or generation failed for this case (its metrics are then absent)."""
     error_kind: str | None = None
     """The kind of ``error``: the error's class, e.g. `BackendUnavailable`, `ModelNotFound`."""
+    error_detail: str | None = None
+    """What ``error`` (one line) leaves out, when the failure says more: the exception of a
+    system's code with its traceback (the user's frames, ragexp's left out), or a server's
+    status and reply; secrets redacted, cut to its last `DETAIL_CHARS` characters."""
     generation: LLMCall | None = None
     """The generator call: tokens, latency, model identity."""
     retrieve_ns: tuple[int, int] | None = Field(default=None, exclude=True)

@@ -182,6 +182,10 @@ class MetricSummary(BaseModel):
     """Judge replies with no valid label, scored by the metric's fallback."""
     errors: int
     """Cases on which the metric failed (raised, or returned no valid result)."""
+    failed: int = 0
+    """Cases the mean leaves out because they failed: the system gave no answer (``error`` on
+    the case), or this metric failed (``errors``). Never dropped silently: the views say
+    "0.808 over 39 cases, 1 failed", and paired comparisons score them 0."""
     first_error: str | None = None
     """The first of those errors, in case order."""
     noise: NoiseSummary | None = None

@@ -1,10 +1,13 @@
 """One case of a run: ask the system under test (`ragexp.run.system`; ragexp's own pipeline
 retrieves and generates), then score its answer with every metric (each judged
-``judge.repeats`` times), and say how it went."""
+``judge.repeats`` times), and say how it went. A case the system failed on keeps its one-line
+error, and what it leaves out (the user's traceback, a server's reply) in ``error_detail`` and
+the ``ragexp.case_errors`` logger, which writes to the run's log file (``ragexp.log``) only."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +16,7 @@ from typing import Any, TextIO
 from ragexp.config.schema import RunConfig
 from ragexp.data.dataset import Case
 from ragexp.errors import (
+    BackendError,
     BackendUnavailable,
     MetricError,
     RagexpError,
@@ -24,10 +28,15 @@ from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
 from ragexp.metrics.interface import Judge, Metric, Sample
 from ragexp.metrics.scoring import score_sample
-from ragexp.results.case import CaseResult, Judgement, LLMCall, MetricResult
+from ragexp.results.case import DETAIL_CHARS, CaseResult, Judgement, LLMCall, MetricResult
 from ragexp.run.jury import Ask, Juror, panel_verdict
 from ragexp.run.system import SystemRun
 from ragexp.systems.interface import partial
+from ragexp.systems.python import user_traceback
+from ragexp.tracking.run import config_secrets, redact
+
+log = logging.getLogger("ragexp.case_errors")
+log.addHandler(logging.NullHandler())  # outside Hydra: nothing on the terminal
 
 
 @dataclass
@@ -84,8 +93,11 @@ async def run_case(run: CaseRun, case: Case) -> CaseResult:
         if exc.stops_run:
             raise
         result.retrieved, result.retrieve_ns = partial(exc)
-        result.error = str(exc)
+        secrets = config_secrets(run.config)
+        result.error = redact(str(exc), secrets)
         result.error_kind = type(exc).__name__
+        result.error_detail = _detail(exc, secrets)
+        _log_failure(result)
         _count_unreachable(run, exc)
     else:
         run.unreachable = 0
@@ -109,6 +121,26 @@ async def run_case(run: CaseRun, case: Case) -> CaseResult:
     return result
 
 
+def _detail(exc: RagexpError, secrets: list[str]) -> str | None:
+    """What the one-line error leaves out: a system's traceback or reply (`SystemFailed`), or
+    a server's status and words (`BackendError`); secrets redacted, its end kept when long."""
+    detail: str | None = None
+    if isinstance(exc, SystemFailed):
+        detail = exc.detail
+    elif isinstance(exc, BackendError) and exc.status is not None:
+        detail = f"HTTP {exc.status}: {exc.detail}" if exc.detail else f"HTTP {exc.status}"
+    if not detail:
+        return None
+    detail = redact(detail, secrets)
+    return detail if len(detail) <= DETAIL_CHARS else "… " + detail[-DETAIL_CHARS:]
+
+
+def _log_failure(result: CaseResult) -> None:
+    """The case's error, with its detail, in the run's log (``<run dir>/ragexp.log``)."""
+    detail = f"\n{result.error_detail}" if result.error_detail else ""
+    log.error("case %s failed: %s%s", result.case_id, result.error, detail)
+
+
 async def _ask(run: CaseRun, case: Case, result: CaseResult) -> None:
     """The system's answer and contexts onto ``result``, with the call behind them; a system's
     own exception is a `SystemFailed` of this case."""
@@ -119,7 +151,8 @@ async def _ask(run: CaseRun, case: Case, result: CaseResult) -> None:
         raise
     except Exception as exc:  # a plugin's system failed on this case: recorded, the run goes on
         raise SystemFailed(
-            f"system '{run.config.system.kind}' raised {type(exc).__name__}: {first_line(exc)}"
+            f"system '{run.config.system.kind}' raised {type(exc).__name__}: {first_line(exc)}",
+            detail=user_traceback(exc),
         ) from None
     result.generation = answer.generation or call
     result.answer = answer.answer.strip()

@@ -3,6 +3,8 @@ and the MLflow tag ``ragexp.gate`` says how it went.
 
 - Absolute: ``gate.<metric>=<threshold>`` fails when the metric's mean, or with
   ``gate.mode=ci_low`` the lower bound of its 95% interval, is below the threshold.
+- Failed cases: under either gate, a run with more failed cases (the system or a metric raised
+  on them) than ``gate.allow_errors`` (default 0) fails, whatever the means say.
 - Not worse than a baseline (non-inferiority): ``gate.baseline=<run>`` with ``gate.margin``
   fails unless the lower bound of the paired 95% interval of (this − baseline) is above −margin.
   An interval too wide to show it fails too (not shown is not passed), and the line says how many
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 
 from ragexp.config.schema import GateConfig
 from ragexp.config.tracking import TrackingConfig
+from ragexp.reporting.compare import failed_phrase
 from ragexp.reporting.wording import too_few_units
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases
@@ -79,8 +82,10 @@ def noninferiority(
         margin = margins[c.metric]
         delta = c.corrected.mean if c.corrected is not None else c.delta
         low, high = c.interval()
+        failed = failed_phrase(c, ref, "this run")
         head = f"{c.metric} against {ref}: Δ {_signed(delta)} (95% CI {_signed(low)} … " \
-               f"{_signed(high)}, {c.n_paired} paired cases), margin {margin:g}"  # fmt: skip
+               f"{_signed(high)}, {c.n_paired} paired cases{'; ' if failed else ''}{failed}), " \
+               f"margin {margin:g}"  # fmt: skip
         if delta is None or low is None or high is None:
             failures.append(f"{head}: no paired cases to decide; not shown")
         elif not c.evidence.enough:
@@ -110,6 +115,27 @@ def _why_not_shown(c: MetricComparison, delta: float, margin: float) -> str:
 
 def _signed(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.3f}"
+
+
+def failed_cases_failures(summary: Summary, gate: GateConfig) -> list[str]:
+    """Under a gate (thresholds or a baseline), the run's failed cases beyond
+    ``gate.allow_errors``: one phrase saying how many and how to allow them, else nothing. A
+    failed case is never a pass: the means leave it out, and a gate that read only them would
+    pass an app that crashed on its hard cases."""
+    if not gate.thresholds() and gate.baseline is None:
+        return []
+    n = summary.n_failed
+    if n <= gate.allow_errors:
+        return []
+    kinds = ", ".join(
+        f"{count} {kind} ({summary.failure_examples.get(kind, '')[:160]})"
+        for kind, count in summary.failures.items()
+    )
+    cases = "case" if n == 1 else "cases"
+    return [
+        f"{n} {cases} failed (gate.allow_errors={gate.allow_errors}): {kinds}; allow them "
+        f"with gate.allow_errors={n}"
+    ]
 
 
 def gate_tag(gate: GateConfig, failures: list[str]) -> dict[str, str]:

@@ -34,7 +34,13 @@ from ragexp.results.case import CaseResult
 from ragexp.results.files import CaseLog, JobRecord, invocation_of, new_invocation, write_outputs
 from ragexp.results.summary import MetricSource, Summary
 from ragexp.run.failure import run_failure
-from ragexp.run.gate import baseline_cases, gate_failures, gate_tag, noninferiority
+from ragexp.run.gate import (
+    baseline_cases,
+    failed_cases_failures,
+    gate_failures,
+    gate_tag,
+    noninferiority,
+)
 from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels, vocabularies
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
@@ -307,7 +313,7 @@ def _gates(run: Run, cases: list[CaseResult], summary: Summary) -> list[str]:
     """Every gate's failures (absolute thresholds, not worse than the baseline); the baseline
     gate's passes are said too."""
     gate = run.config.gate
-    failures = gate_failures(summary, gate)
+    failures = failed_cases_failures(summary, gate) + gate_failures(summary, gate)
     if run.baseline is not None and gate.baseline is not None:
         margins = gate.margins(run.config.primary_metric())
         worse, passed = noninferiority(cases, run.baseline, margins, gate.baseline)

@@ -184,6 +184,7 @@ class SystemRun:
             latency_s=completion.latency_s,
             start_ns=start_ns,
             cached=completion.cached,
+            attempts=1 if completion.cached else answer.attempts,
         )
 
 

@@ -1,4 +1,10 @@
-"""Is run A better than run B? Paired statistics over the cases both runs scored.
+"""Is run A better than run B? Paired statistics over the cases both runs scored, and the cases
+one run failed on.
+
+A case that failed in one run only (the system raised on it, or the metric did) is paired too,
+scored `WORST` in the run that failed: a failure counts against the arm it happened in, never
+dropped (dropping it would compare the survivors, and a run that crashes on its hard cases would
+look better). A case that failed in both runs is left out and counted.
 
 Per metric: the means of A and B over the paired cases, Δ = B − A, a 95% interval of Δ (the
 mean ± t standard errors, floored and cluster-robust: `ragexp.stats.difference`), and a
@@ -13,7 +19,7 @@ evidence of `ragexp.stats.evidence`. Views live in `ragexp.reporting`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,7 +27,7 @@ import numpy as np
 
 from ragexp.results.case import CaseResult
 from ragexp.stats import ALPHA
-from ragexp.stats.calibration import Corrected, case_scores, corrected_difference
+from ragexp.stats.calibration import CaseScores, Corrected, case_scores, corrected_difference
 from ragexp.stats.clusters import cluster_permutation_p, design_effect, n_clusters
 from ragexp.stats.difference import difference_ci
 from ragexp.stats.evidence import Evidence
@@ -37,6 +43,12 @@ few clusters``: below `ragexp.stats.evidence.MIN_UNITS`, no verdict is reachable
 
 RESAMPLES = 10_000
 SEED = 0
+WORST = 0.0
+"""The score a case that failed in one run counts as there: every metric scores in [0, 1] (the
+metric contract, `ragexp.metrics.scoring.check_result`), so 0 is below or at any answer's score.
+"""
+FAILED = "failed"
+"""The label a failed case shows among the cases that differ."""
 
 
 @dataclass(frozen=True)
@@ -54,14 +66,15 @@ class CaseDiff:
 class MetricComparison:
     metric: str
     n_paired: int
-    """Cases both runs scored."""
+    """Cases both runs scored, and those one of them failed on (scored `WORST` there)."""
     only_a: int
-    """Cases A scored that B did not (missing from B, or unscored there); left out."""
+    """Cases A scored (or failed on) that B did not (missing from B, or unscored there); left
+    out."""
     only_b: int
     mean_a: float | None
     mean_b: float | None
     delta: float | None
-    """mean B − mean A over the paired cases."""
+    """mean B − mean A over the paired cases (a failed side scored `WORST`)."""
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
@@ -78,6 +91,13 @@ class MetricComparison:
     """The paired differences' cluster-robust variance over the naive one."""
     sd: float | None = None
     """The standard deviation of the per-case differences (what power depends on)."""
+    failed_a: int = 0
+    """Paired cases that failed in A only (the system or the metric raised), scored `WORST`
+    there."""
+    failed_b: int = 0
+    """Paired cases that failed in B only, scored `WORST` there."""
+    failed_both: int = 0
+    """Cases that failed in both runs: no pair, left out."""
 
     @property
     def evidence(self) -> Evidence:
@@ -153,45 +173,87 @@ def _shared_metrics(a: Sequence[CaseResult], b: Sequence[CaseResult]) -> list[st
     return [name for name in in_a if name in in_b]
 
 
-def _pairs(
-    name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]
-) -> tuple[list[tuple[str, float, float, str | None, str | None]], set[str], set[str]]:
-    """(case id, score A, score B, label A, label B) of every case both runs scored, and the
-    ids each run scored."""
-    pairs: list[tuple[str, float, float, str | None, str | None]] = []
-    scored_a = set()
+Pair = tuple[str, float, float, str | None, str | None]
+"""(case id, score A, score B, label A, label B); a failed side is (`WORST`, `FAILED`)."""
+
+Outcome = tuple[float, str | None] | Literal["failed"] | None
+
+
+def outcome(case: CaseResult, name: str) -> Outcome:
+    """What ``case`` holds of metric ``name``: its (score, label); ``"failed"`` when the system
+    failed on the case or the metric raised; None when the metric did not score it (n/a)."""
+    result = case.metrics.get(name)
+    if case.error or (result is not None and result.error):
+        return "failed"
+    if result is None or result.score is None:
+        return None
+    return result.score, result.label
+
+
+@dataclass
+class _Pairing:
+    """The pairs of one metric, and what was not paired."""
+
+    pairs: list[Pair]
+    failed_a: set[str]
+    """Paired cases failed in A only (scored `WORST` there)."""
+    failed_b: set[str]
+    failed_both: int
+    only_a: int
+    """Cases A scored or failed on that B has no outcome for."""
+    only_b: int
+
+
+def _pairs(name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]) -> _Pairing:
+    """Every case with an outcome in both runs, paired (a case failed in one run scored
+    `WORST` there), except those failed in both."""
+    pairing = _Pairing([], set(), set(), 0, 0, 0)
+    in_b = {case_id: outcome(case, name) for case_id, case in by_id_b.items()}
+    in_b = {case_id: found for case_id, found in in_b.items() if found is not None}
+    seen_a = set()
     for case in a:
-        result_a = case.metrics.get(name)
-        if result_a is None or result_a.score is None or result_a.error:
+        found_a = outcome(case, name)
+        if found_a is None:
             continue
-        scored_a.add(case.case_id)
-        other = by_id_b.get(case.case_id)
-        result_b = other.metrics.get(name) if other else None
-        if result_b is None or result_b.score is None or result_b.error:
-            continue
-        pairs.append((case.case_id, result_a.score, result_b.score, result_a.label, result_b.label))
-    scored_b = {
-        case_id
-        for case_id, case in by_id_b.items()
-        if (r := case.metrics.get(name)) is not None and r.score is not None and not r.error
-    }
-    return pairs, scored_a, scored_b
+        seen_a.add(case.case_id)
+        found_b = in_b.get(case.case_id)
+        if found_b is None:
+            pairing.only_a += 1
+        elif found_a == "failed" and found_b == "failed":
+            pairing.failed_both += 1
+        else:
+            score_a, label_a = _side(found_a, case.case_id, pairing.failed_a)
+            score_b, label_b = _side(found_b, case.case_id, pairing.failed_b)
+            pairing.pairs.append((case.case_id, score_a, score_b, label_a, label_b))
+    pairing.only_b = len(in_b.keys() - seen_a)
+    return pairing
+
+
+def _side(found: Outcome, case_id: str, failed: set[str]) -> tuple[float, str | None]:
+    """One side of a pair: its score and label, or `WORST` (noted in ``failed``)."""
+    if found == "failed":
+        failed.add(case_id)
+        return WORST, FAILED
+    assert found is not None
+    return found
 
 
 def _compare_metric(
     name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]
 ) -> MetricComparison:
-    pairs, scored_a, scored_b = _pairs(name, a, by_id_b)
-    paired = {case_id for case_id, *_ in pairs}
+    pairing = _pairs(name, a, by_id_b)
+    pairs = pairing.pairs
     differing = tuple(
         CaseDiff(case_id, label_a, label_b, score_a, score_b)
         for case_id, score_a, score_b, label_a, label_b in pairs
         if (label_a, score_a) != (label_b, score_b)
     )
+    failed_a, failed_b = len(pairing.failed_a), len(pairing.failed_b)
     if not pairs:
         return MetricComparison(
-            name, 0, len(scored_a), len(scored_b), None, None, None, None, None, None, differing
-        )
+            name, 0, pairing.only_a, pairing.only_b, None, None, None, None, None, None,
+            differing, failed_a=failed_a, failed_b=failed_b, failed_both=pairing.failed_both,
+        )  # fmt: skip
     score_a = np.array([p[1] for p in pairs])
     score_b = np.array([p[2] for p in pairs])
     cluster_of = {case.case_id: case.cluster or case.case_id for case in a}
@@ -205,8 +267,8 @@ def _compare_metric(
     return MetricComparison(
         metric=name,
         n_paired=len(pairs),
-        only_a=len(scored_a - paired),
-        only_b=len(scored_b - paired),
+        only_a=pairing.only_a,
+        only_b=pairing.only_b,
         mean_a=float(score_a.mean()),
         mean_b=float(score_b.mean()),
         delta=float(diff.mean()),
@@ -218,7 +280,25 @@ def _compare_metric(
         n_clusters=n_clusters(clusters),
         design_effect=design_effect(diff.tolist(), clusters),
         sd=float(diff.std(ddof=1)) if diff.size > 1 else None,
-        corrected=corrected_difference(case_scores(a, name), case_scores(by_id_b.values(), name)),
+        corrected=corrected_difference(
+            _worst_where(case_scores(a, name), pairing.failed_a, cluster_of),
+            _worst_where(case_scores(by_id_b.values(), name), pairing.failed_b, cluster_of),
+        ),
+        failed_a=failed_a,
+        failed_b=failed_b,
+        failed_both=pairing.failed_both,
+    )
+
+
+def _worst_where(scores: CaseScores, failed: set[str], cluster_of: Mapping[str, str]) -> CaseScores:
+    """One run's scores with its failed paired cases scored `WORST` by the judge (unlabelled,
+    in their clusters), so that the corrected Δ counts failures as the judge's Δ does."""
+    if not failed:
+        return scores
+    return CaseScores(
+        {**scores.judge, **dict.fromkeys(failed, WORST)},
+        scores.human,
+        {**scores.cluster, **{case_id: cluster_of[case_id] for case_id in failed}},
     )
 
 

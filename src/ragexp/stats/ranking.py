@@ -1,5 +1,6 @@
-"""The numbers of a sweep's summary: jobs ranked by the primary metric, each tested against the
-best (or a baseline) with a paired test over the cases both scored, p-values adjusted across the
+"""The numbers of a sweep's summary: jobs ranked by the primary metric (a job's failed cases
+counted 0), each tested against the best (or a baseline) with a paired test over the cases both
+scored or one of them failed on, p-values adjusted across the
 tests (Holm), a verdict per job; when the sweep varies the judge, how far the judges agree on the
 same answers and whether they rank the other settings the same way (`agreement`). Views are in
 `ragexp.reporting.sweep`."""
@@ -23,7 +24,7 @@ from ragexp.stats.calibration import case_scores, labels_needed
 from ragexp.stats.cost import dominators
 from ragexp.stats.judge_card import CardNumbers, judge_card, labelled_answers
 from ragexp.stats.multiplicity import holm
-from ragexp.stats.paired import Decision, MetricComparison, compare_cases, decide
+from ragexp.stats.paired import WORST, Decision, MetricComparison, compare_cases, decide
 from ragexp.stats.power import comparison_power, holm_alpha
 from ragexp.stats.sweep_jury import SweepJuryLine, sweep_juries
 
@@ -243,7 +244,7 @@ def rank_jobs(
     groups = list(dict.fromkeys(judge_of(j, swept) for j in scored))
 
     def mean(job: JobResult) -> float:
-        return (job.calibrated_mean(primary) if calibrated else job.mean(primary)) or 0.0
+        return ranking_mean(job, primary, calibrated=calibrated)
 
     ranked = sorted(scored, key=lambda j: (groups.index(judge_of(j, swept)), -mean(j)))
     ranks = {
@@ -251,6 +252,17 @@ def rank_jobs(
         for i, j in enumerate(ranked)
     }
     return ranked, ranks
+
+
+def ranking_mean(job: JobResult, primary: str, *, calibrated: bool = False) -> float:
+    """The mean of ``primary`` a job is ranked by (``calibrated``: the corrected one), its
+    failed cases counted `WORST` as the paired tests count them: a job that crashed on its
+    hard cases does not rank above one that answered them."""
+    mean = job.calibrated_mean(primary) if calibrated else job.mean(primary)
+    m = job.summary.metrics.get(primary) if job.summary else None
+    if mean is None or m is None:
+        return 0.0
+    return (mean * m.n + WORST * m.failed) / (m.n + m.failed) if m.failed else mean
 
 
 def matches(job: JobResult, baseline: str) -> bool:

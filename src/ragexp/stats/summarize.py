@@ -1,6 +1,7 @@
 """A run's summary: per metric its mean with a 95% Wilson interval (at n / deff cases, with t at
-G − 1 degrees of freedom when cases share documents), label counts, parse failures
-and errors, the judge's noise; LLM calls by role; failed cases by kind."""
+G − 1 degrees of freedom when cases share documents), label counts, parse failures, errors and
+the cases the mean leaves out because they failed, the judge's noise; LLM calls by role; failed
+cases by kind."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ragexp.stats.clusters import design_effect, effective_n, n_clusters
 from ragexp.stats.intervals import mean_ci
 from ragexp.stats.jury import jury_summary
 from ragexp.stats.noise import judge_noise
+from ragexp.stats.paired import outcome
 
 
 def summarize(
@@ -65,6 +67,7 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         label_counts=dict(sorted(labels.items())),
         parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
         errors=sum(1 for r in results if r.error is not None),
+        failed=sum(1 for c in cases if outcome(c, name) == "failed"),
         first_error=next((r.error for r in results if r.error is not None), None),
         noise=judge_noise(results),
         jury=jury_summary(cases, name),

@@ -5,9 +5,12 @@ at the dotted paths ``system.answer_field`` and ``system.contexts_field`` of the
 
 Transient faults (a timeout, a dropped connection, 429/5xx, a body that is not JSON) are tried
 again as for LLM calls (`ragexp.llm.retry`); any other status, or a reply without the answer, is
-the case's error, quoting the server's words. ``system.api_key_env`` names the variable whose
-value is sent as ``Authorization: Bearer``; it never reaches a message. Answers are cached under
-the URL and the request body (plus ``system.version``).
+the case's error, quoting the server's words (its status and reply, cut short, are the case's
+``error_detail``). The attempts an answer took are recorded on the case's call, so the
+summary's ``calls.system.retries`` counts the transient faults retried, as for LLM calls.
+``system.api_key_env`` names the variable whose value is sent as ``Authorization: Bearer``; it
+never reaches a message. Answers are cached under the URL and the request body (plus
+``system.version``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ DEFAULT_BODY: dict[str, Any] = {
     "options": "{options}",
 }
 REPLY_CHARS = 200
+"""The most of a reply quoted in a case's one-line error."""
+DETAIL_CHARS = 2000
+"""The most of a reply kept in the case's ``error_detail`` (cases.jsonl, the run's log)."""
 
 
 def fill(template: Any, values: Mapping[str, Any]) -> Any:
@@ -98,7 +104,8 @@ class HTTPSystem:
         if answer is MISSING or answer is None:
             raise SystemFailed(
                 f"{self.url} answered without '{self.config.answer_field}': {_quote(data)}; "
-                "point system.answer_field at the answer (a dotted path)"
+                "point system.answer_field at the answer (a dotted path)",
+                detail=f"reply: {_quote(data, DETAIL_CHARS)}",
             )
         contexts = pick(data, self.config.contexts_field)
         prompt_tokens, completion_tokens, model = read_usage(data)
@@ -108,15 +115,16 @@ class HTTPSystem:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             model=model,
+            attempts=reply.attempts,
         )
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
 
-def _quote(data: Any) -> str:
+def _quote(data: Any, chars: int = REPLY_CHARS) -> str:
     text = json.dumps(data, ensure_ascii=False)
-    return text if len(text) <= REPLY_CHARS else text[:REPLY_CHARS] + " …"
+    return text if len(text) <= chars else text[:chars] + " …"
 
 
 def build(config: SystemConfig, context: SystemContext) -> HTTPSystem:

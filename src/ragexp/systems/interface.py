@@ -35,6 +35,9 @@ class SystemAnswer:
     case's generation. Other systems leave it None; the run records the system's call."""
     retrieve_ns: tuple[int, int] | None = None
     """When the system retrieved (start, end in ns), when it can tell."""
+    attempts: int = 1
+    """Requests the answer took: 1, plus one per transient fault retried (``system=http``: a
+    timeout, a dropped connection, a 5xx); recorded on the system's call as an LLM call's."""
 
 
 @runtime_checkable

@@ -8,7 +8,9 @@ working directory on ``sys.path``. The target is
   ``{"question": question, **system.options}``;
 - an object with ``aquery``/``query`` (a LlamaIndex query engine): given the question alone.
 
-What it returns is read by `ragexp.systems.shapes`. Its answers are cached under the target and
+What it returns is read by `ragexp.systems.shapes`. When it raises, the case's error is the
+exception's first line, and its ``error_detail`` the traceback of the user's code
+(`user_traceback`). Its answers are cached under the target and
 the SHA-256 of its module's source (plus ``system.version`` and the options), so editing the
 module asks it again.
 """
@@ -16,11 +18,14 @@ module asks it again.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import importlib
 import inspect
 import os
 import sys
+import threading
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -101,7 +106,8 @@ class PythonSystem:
             raise
         except Exception as exc:
             raise SystemFailed(
-                f"{self.target} raised {type(exc).__name__}: {first_line(exc)}"
+                f"{self.target} raised {type(exc).__name__}: {first_line(exc)}",
+                detail=user_traceback(exc),
             ) from None
         return read_answer(reply, self.target)
 
@@ -121,6 +127,25 @@ class PythonSystem:
             return await obj(case.question, **kwargs)
         reply = await asyncio.to_thread(obj, case.question, **kwargs)
         return await reply if inspect.isawaitable(reply) else reply
+
+
+_MACHINERY = (
+    str(Path(__file__).parent.parent) + os.sep,  # ragexp's package
+    str(Path(asyncio.__file__).parent) + os.sep,
+    str(Path(concurrent.futures.__file__).parent) + os.sep,
+    threading.__file__,
+)
+"""Where ragexp's frames and the thread pool's between ragexp and the user's code are."""
+
+
+def user_traceback(exc: BaseException) -> str:
+    """``exc`` as Python prints it (its chained exceptions too), without the frames of ragexp
+    and of the asyncio and thread machinery between ragexp and the user's code: what the user's
+    code did, ending with the exception's type and message."""
+    shown = traceback.TracebackException.from_exception(exc)
+    frames = [frame for frame in shown.stack if not frame.filename.startswith(_MACHINERY)]
+    shown.stack = traceback.StackSummary.from_list(frames)
+    return "".join(shown.format()).rstrip("\n")
 
 
 def _method(obj: Any, *names: str) -> Callable[..., Any] | None:

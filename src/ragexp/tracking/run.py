@@ -73,6 +73,22 @@ def env_secrets(tree: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def config_secrets(config: RunConfig) -> list[str]:
+    """Every secret ``config`` leads to: the values of the variables its ``api_key_env`` keys
+    name, and the values of its secret-named keys (a header's ``Authorization``, bare too)."""
+    found = env_secrets(config.model_dump())
+    for key, value in config.system.headers.items():
+        if key.lower() in SECRET_KEYS and str(value).strip():
+            found += [str(value).strip(), str(value).removeprefix("Bearer ").strip()]
+    return [secret for secret in found if secret]
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by `REDACTED`: text from outside (a
+    traceback, a server's reply) before it is written anywhere."""
+    return _mask(text, sorted(secrets, key=len, reverse=True))
+
+
 def _mask(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
