@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import importlib
 import inspect
@@ -50,6 +51,11 @@ def load_target(target: str) -> Any:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as exc:
+        raise ConfigError(
+            f"system.target: importing '{module_name}' called sys.exit({exc.code!r}); a module "
+            'ragexp imports must not exit (move that call under `if __name__ == "__main__":`)'
+        ) from None
     except Exception as exc:
         raise ConfigError(
             f"system.target: cannot import '{module_name}' ({type(exc).__name__}: "
@@ -78,11 +84,12 @@ class PythonSystem:
     def __init__(self, config: SystemConfig) -> None:
         assert config.target is not None  # SystemConfig requires it for system=python
         self.target = config.target
+        self.timeout_s = config.timeout_s
         obj = load_target(self.target)
         if inspect.isclass(obj):
             try:
                 obj = obj()
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 raise ConfigError(
                     f"system.target: building {self.target}() raised {type(exc).__name__}: "
                     f"{first_line(exc)}"
@@ -99,34 +106,79 @@ class PythonSystem:
         return {"target": self.target, "source_sha256": self.source, "question": case.question}
 
     async def answer(self, case: Case, options: Any) -> SystemAnswer:
+        """The target's answer, within ``system.timeout_s``: a call still running then is
+        abandoned (a sync target's thread is a daemon: it never holds the process at exit) and
+        the case fails; whatever the target raises, ``sys.exit`` and KeyboardInterrupt
+        included, is that case's error, never the end of the run."""
         kwargs = dict(options) if isinstance(options, Mapping) else {}
+        deadline = asyncio.timeout(self.timeout_s)
         try:
-            reply = await self._call(case, kwargs)
+            async with deadline:
+                reply = await self._call(case, kwargs)
         except RagexpError:
             raise
-        except Exception as exc:
+        except TimeoutError as exc:
+            if not deadline.expired():  # the target's own TimeoutError
+                raise self._failed(exc) from None
             raise SystemFailed(
-                f"{self.target} raised {type(exc).__name__}: {first_line(exc)}",
-                detail=user_traceback(exc),
+                f"{self.target} did not answer within {self.timeout_s:g} s (system.timeout_s); "
+                "its call was abandoned"
             ) from None
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            raise self._failed(exc) from None
         return read_answer(reply, self.target)
+
+    def _failed(self, exc: BaseException) -> SystemFailed:
+        if isinstance(exc, SystemExit):
+            what = f"called sys.exit({exc.code!r})"
+        else:
+            name, text = type(exc).__name__, first_line(exc)
+            what = f"raised {name}" + (f": {text}" if text != name else "")
+        return SystemFailed(f"{self.target} {what}", detail=user_traceback(exc))
 
     async def _call(self, case: Case, kwargs: dict[str, Any]) -> Any:
         obj = self.obj
         if (ainvoke := _method(obj, "ainvoke")) is not None:
             return await ainvoke({"question": case.question, **kwargs})
         if (invoke := _method(obj, "invoke")) is not None:
-            return await asyncio.to_thread(invoke, {"question": case.question, **kwargs})
+            return await in_thread(invoke, {"question": case.question, **kwargs})
         if (aquery := _method(obj, "aquery")) is not None:
             return await aquery(case.question)
         if (query := _method(obj, "query")) is not None:
-            return await asyncio.to_thread(query, case.question)
+            return await in_thread(query, case.question)
         if _takes(obj, "case_id"):
             kwargs["case_id"] = case.id
         if _is_async(obj):
             return await obj(case.question, **kwargs)
-        reply = await asyncio.to_thread(obj, case.question, **kwargs)
+        reply = await in_thread(obj, case.question, **kwargs)
         return await reply if inspect.isawaitable(reply) else reply
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a daemon thread of its own. A call that never returns is
+    abandoned when its awaiting is cancelled (the deadline) and never holds the process at
+    exit, as a thread of asyncio's pool would: the interpreter waits for those."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():  # abandoned
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(*args, **kwargs), None)
+        except BaseException as exc:  # sys.exit and KeyboardInterrupt too: the case's error
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=work, name="ragexp-system-target", daemon=True).start()
+    return await future
 
 
 _MACHINERY = (
