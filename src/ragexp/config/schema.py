@@ -130,6 +130,9 @@ class GateConfig(BaseModel):
     margin: float | dict[str, float] | None = None
     """How much worse than the baseline is tolerated: one number for the primary metric
     (default 0.02 when a baseline is given), or ``gate.margin.<metric>`` per metric."""
+    junit: Path | None = None
+    """Where to write the gate's verdicts as JUnit XML for CI (one testcase per gated metric,
+    a failure with the verdict line); relative to the working directory."""
 
     def margins(self, primary: str) -> dict[str, float]:
         """Metric -> margin of the not-worse-than gate (empty without a baseline)."""
