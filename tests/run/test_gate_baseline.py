@@ -236,10 +236,16 @@ def test_a_baseline_that_does_not_exist_is_one_line_before_any_llm_call(world: W
     world.server.clear_requests()
     result = world.run("nowhere", "gen-base", "gate.baseline=no-such-run")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().splitlines() == [
-        "ragexp: error: no-such-run: not a run dir, nor a run id or run name in experiment "
-        "'ragexp' at sqlite:///mlflow.db; give a run dir, or set --tracking-uri / --experiment"
-    ]
+    [line] = result.stderr.strip().splitlines()
+    assert re.fullmatch(
+        r"ragexp: error: no-such-run: not a run dir, nor a run id or the name of a finished run "
+        r"in experiment 'ragexp' at sqlite:///mlflow\.db, whose recent run names are '[^']+'"
+        r"(, '[^']+')* \(newest first\); name a run with tracking\.run_name=no-such-run when it "
+        r"runs, give a run dir or an MLflow run id, or set tracking\.tracking_uri=\.\.\. / "
+        r"tracking\.experiment=\.\.\. \(or \$MLFLOW_TRACKING_URI\)",
+        line,
+    ), line
+    assert "--tracking-uri" not in line  # a flag of compare, not of a run
     assert world.server.requests == []  # looked up before any LLM call (none at all)
     assert not (world.tmp / "nowhere" / "cases.jsonl").exists()
 

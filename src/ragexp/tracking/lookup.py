@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ RUN_KEYS = "set tracking.tracking_uri=... / tracking.experiment=... (or $MLFLOW_
 """Where a run is told to look: its config keys (a run has no flags)."""
 RECENT_NAMES = 5
 """How many of the experiment's recent run names an unknown name lists."""
+NAME_CHARS = 40
+"""A listed name longer than this (a run named by its overrides) is cut, an ellipsis ending it."""
 FINISHED = "FINISHED"
 
 
@@ -150,7 +153,7 @@ def _unknown(client: Any, ref: str, tracking_uri: str, experiment: str, elsewher
     if found is None:
         seen = "which does not exist there"
     elif names:
-        shown = ", ".join(f"'{n}'" for n in names[:RECENT_NAMES])
+        shown = ", ".join(f"'{_cut(n)}'" for n in names[:RECENT_NAMES])
         more = ", …" if len(names) > RECENT_NAMES else ""
         seen = f"whose recent run names are {shown}{more} (newest first)"
     else:
@@ -162,6 +165,10 @@ def _unknown(client: Any, ref: str, tracking_uri: str, experiment: str, elsewher
     )
 
 
+def _cut(name: str) -> str:
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+
+
 def _example(ref: str) -> str:
-    """``ref`` as a run name to type, or ``NAME`` when it could not be one."""
-    return ref if ref and " " not in ref and "/" not in ref else "NAME"
+    """``ref`` as a run name to type on a command line, or ``NAME`` when it is not plain."""
+    return ref if re.fullmatch(r"[\w.:-]+", ref) else "NAME"
