@@ -126,17 +126,15 @@ class Runner:
     def ragexp(self, script: str, env: Mapping[str, str], expect: int) -> None:
         """A `run:` step as GitHub runs it (bash -e), ``python`` this venv's."""
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+        here = {
+            "OLLAMA_HOST": self.server.url,
+            "PATH": path,
+            "GITHUB_STEP_SUMMARY": str(self.summary),
+        }
         result = subprocess.run(
             ["bash", "-e", "-c", script],
             cwd=self.work,
-            env=base_env(
-                {
-                    **env,
-                    "OLLAMA_HOST": self.server.url,
-                    "PATH": path,
-                    "GITHUB_STEP_SUMMARY": str(self.summary),
-                }
-            ),  # fmt: skip
+            env=base_env({**env, **here}),
             capture_output=True,
             text=True,
             timeout=600,

@@ -23,7 +23,7 @@ FAILED = GateVerdict(
     metric="faithfulness",
     test='not worse than <main> & "co" by 0.02',
     passed=False,
-    line="faithfulness against <main> & \"co\": Δ -0.300 (…): worse than the baseline\x07",
+    line='faithfulness against <main> & "co": Δ -0.300 (…): worse than the baseline\x07',
 )
 
 
@@ -49,7 +49,7 @@ def test_one_testcase_per_gated_metric_and_a_failure_with_the_verdict_line(
     assert cases[0].findtext("system-out") == PASSED.line
     failure = cases[1].find("failure")
     assert failure is not None
-    said = "faithfulness against <main> & \"co\": Δ -0.300 (…): worse than the baseline\ufffd"
+    said = 'faithfulness against <main> & "co": Δ -0.300 (…): worse than the baseline\ufffd'
     assert failure.get("message") == said  # the bell XML cannot hold, replaced
     assert failure.text == said
     assert path.read_text("utf-8").startswith('<?xml version="1.0" encoding="utf-8"?>')

@@ -96,8 +96,9 @@ def test_an_unknown_name_lists_the_recent_names_and_how_to_name_a_run(
     assert str(caught.value) == (
         f"mian: not a run dir, nor a run id or the name of a finished run in experiment "
         f"'ragexp' at {found.uri}, whose recent run names are 'no-cases', 'o'neil', "
-        "'only-failed', 'main', 'feature-x' (newest first); name a run with tracking.run_name=mian when it "
-        "runs, give a run dir or an MLflow run id, or set tracking.tracking_uri=... / "
+        "'only-failed', 'main', 'feature-x' (newest first); name a run with "
+        "tracking.run_name=mian when it runs, give a run dir or an MLflow run id, or set "
+        "tracking.tracking_uri=... / "
         "tracking.experiment=... (or $MLFLOW_TRACKING_URI)"
     )
     assert "\n" not in str(caught.value)
