@@ -116,11 +116,11 @@ def _gate_lines(stderr: str) -> list[dict[str, str]]:
 
 
 def _split(joined: str) -> list[str]:
-    """Failures are joined by "; ", and a failure may itself hold "; about N paired cases"."""
+    """Failures are joined by "; ", and a failure may itself hold "; a 0.02 margin needs …"."""
     pieces = joined.split("; ")
     out: list[str] = []
     for piece in pieces:
-        if out and piece.startswith("about "):
+        if out and re.match(r"a [\d.]+ margin needs ", piece):
             out[-1] += "; " + piece
         else:
             out.append(piece)
@@ -225,9 +225,10 @@ def test_an_equal_run_at_a_small_size_fails_as_not_shown_with_the_cases_that_wou
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
     needed = math.ceil((z * d.std(ddof=1) / 0.02) ** 2)
     assert 3500 < needed < 4500
+    half = float(line["verdict"].removeprefix("not shown: ±").split(" ")[0])
+    assert half == pytest.approx((float(line["high"]) - float(line["low"])) / 2, abs=1e-3)
     assert line["verdict"] == (
-        "not shown: Δ is within the margin but the interval is too wide to show it; "
-        f"about {needed:,} paired cases would decide it"
+        f"not shown: ±{half:.3f} at {SMALL} cases; a 0.02 margin needs about {needed:,} cases"
     )
 
 
