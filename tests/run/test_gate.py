@@ -1,7 +1,9 @@
 """The gates' decisions on cases built here (`ragexp.run.gate`), the edges the command-line
 tests (tests/run/test_gate_baseline.py) do not reach: the minimum evidence (5 equal paired
-cases, 3 documents), the exact boundary of "not worse", an identical run at margin 0, and an
-absolute ``ci_low`` gate on too few cases."""
+cases, 3 documents), the exact boundary of "not worse", an identical run at margin 0, an
+absolute ``ci_low`` gate on too few cases; and what a gate says it needs: the width and the
+cases a margin needs after the run (the closed form computed here), the warning before it, and
+every gated metric's verdict, passed or failed."""
 
 from __future__ import annotations
 
