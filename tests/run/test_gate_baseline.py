@@ -230,6 +230,17 @@ def test_an_equal_run_at_a_small_size_fails_as_not_shown_with_the_cases_that_wou
     assert line["verdict"] == (
         f"not shown: ±{half:.3f} at {SMALL} cases; a 0.02 margin needs about {needed:,} cases"
     )
+    # said before any call too: even answers scored as the baseline's would show ±z²/(n + z²)
+    # over 30 cases, and the floor's variance 1/31 in the same arithmetic needs 633 cases
+    floor = stats.norm.ppf(0.975) ** 2 / (SMALL + stats.norm.ppf(0.975) ** 2)
+    assert math.ceil(z**2 / (SMALL + 1) / 0.02**2) == 633
+    lines = result.stderr.splitlines()
+    warning = (
+        "ragexp: warning: gate: not worse than base cannot be shown at this size: faithfulness: "
+        f"±{floor:.3f} at {SMALL} cases even when every answer scores as the baseline's; a 0.02 "
+        "margin needs about 633 cases (only a run clearly better than the baseline can pass)"
+    )
+    assert lines.index(warning) < min(i for i, x in enumerate(lines) if x.startswith("[1/"))
 
 
 def test_a_baseline_that_does_not_exist_is_one_line_before_any_llm_call(world: World) -> None:
