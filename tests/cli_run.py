@@ -22,10 +22,16 @@ MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")
 (MLflow's own ``set_tracking_uri`` exports the first in the test process)."""
 
 
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+"""Set by GitHub Actions: a run appends its summary there, which a test's run must not do to
+the CI job that runs the tests (a test that checks it gives its own)."""
+
+
 def base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a ragexp process a test starts: this one's, no site plugins, none of
-    MLflow's store variables unless ``env`` gives them, then ``env``."""
-    inherited = {k: v for k, v in os.environ.items() if k not in MLFLOW_ENV}
+    MLflow's store variables nor GitHub's job summary unless ``env`` gives them, then ``env``."""
+    left_out = (*MLFLOW_ENV, STEP_SUMMARY_ENV)
+    inherited = {k: v for k, v in os.environ.items() if k not in left_out}
     return {**inherited, "RAGEXP_LOAD_PLUGINS": "", **(env or {})}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import MLFLOW_ENV, OllamaRun, serve_ollama
+from tests.cli_run import MLFLOW_ENV, STEP_SUMMARY_ENV, OllamaRun, serve_ollama
 
 os.environ["RAGEXP_LOAD_PLUGINS"] = ""
 os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
@@ -25,6 +25,7 @@ def _no_mlflow_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     MLflow's own ``set_tracking_uri`` exports), never leak from one test into the next."""
     for name in MLFLOW_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(STEP_SUMMARY_ENV, raising=False)  # nor GitHub's job summary (CI's own)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ PUBLIC = {
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
     "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
+    "GateOutcome", "GateVerdict",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

@@ -158,3 +158,10 @@ def test_a_single_run_is_named_by_the_overrides_as_typed(
     override_dirname: str, expected: str
 ) -> None:
     assert single_run_name(override_dirname) == expected
+
+
+@pytest.mark.parametrize("given", ["main", " main", 7])
+def test_tracking_run_name_names_a_single_run_instead(given: object) -> None:
+    assert single_run_name("tracking.run_name=x,dataset.limit=6", given) == str(given).strip()
+    assert single_run_name("dataset.limit=6", None) == "dataset.limit=6"
+    assert single_run_name("dataset.limit=6", "") == "dataset.limit=6"

@@ -195,6 +195,7 @@ ERRORS = [
     pytest.param(
         "tracking.enabeld", True, "tracking.enabeld", ["did you mean 'enabled'"], id="typo"
     ),
+    pytest.param("tracking.run_name", " ", "tracking.run_name", ["not empty"], id="no-name"),
     pytest.param(
         "retriever.embedder.batchsize",
         8,
@@ -364,3 +365,19 @@ def test_an_empty_model_name_is_refused_before_the_run(model: str) -> None:
     assert str(caught.value) == (
         f"judge.model: a model name, e.g. qwen2.5:7b (it is empty) (got '{model}')"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "name"), [("main", "main"), (" main ", "main"), (2, "2"), (None, None)]
+)
+def test_a_run_name_is_a_name_as_typed(given: Any, name: str | None) -> None:
+    """``tracking.run_name=2`` is the name ``2``; unset, the overrides name the run."""
+    raw = with_value(valid_raw(), "tracking.run_name", given)
+    assert validate_config(raw).tracking.run_name == name
+
+
+def test_gate_junit_is_a_setting_not_a_threshold() -> None:
+    raw = {**valid_raw(), "gate": {"junit": "reports/gate.xml"}}
+    gate = validate_config(raw).gate
+    assert gate.junit == Path("reports/gate.xml")
+    assert gate.thresholds() == {}

@@ -336,3 +336,29 @@ def test_unsupported_claims_are_highlighted_under_their_case() -> None:
     assert "- **UNSUPPORTED: It is valid for a year.**" in section
     assert "- unverified: Seniors enter free." in section
     assert "Claims (" not in case_section(render(), "demo-01")  # no claims, no section
+
+
+def test_the_gates_outcome_is_a_section_of_the_report() -> None:
+    """Each verdict as the run says it, a baseline name from outside escaped."""
+    from ragexp.results.summary import GateOutcome, GateVerdict
+
+    summary = with_readings(summarize(CASES, ["faithfulness", "answer_relevance"]))
+    assert "## Gate" not in render(summary=summary)  # no gate, no section
+    summary.gate = GateOutcome(
+        passed=False,
+        verdicts=[
+            GateVerdict(metric="faithfulness", test="mean ≥ 0.85", passed=False,
+                        line="faithfulness mean 0.500 (95% CI 0.1-0.9): its mean is below 0.85"),
+            GateVerdict(metric="faithfulness", test="not worse than <!-- by 0.02", passed=True,
+                        line="faithfulness against <!--: Δ +0.000 …: not worse"),
+        ],
+    )  # fmt: skip
+    report = render(summary=summary)
+    section = report.split("## Gate: failed (1 of 2 gated metrics)\n\n", 1)[1].split("\n\n")[0]
+    assert section.splitlines() == [
+        "- ❌ failed: **faithfulness**, mean ≥ 0.85: faithfulness mean 0.500 (95% CI 0.1-0.9): "
+        "its mean is below 0.85",
+        "- ✅ passed: **faithfulness**, not worse than &lt;!-- by 0.02: faithfulness against "
+        "&lt;!--: Δ +0.000 …: not worse",
+    ]
+    assert report.index("## Scores") < report.index("## Gate") < report.index("## Cases")

@@ -1,17 +1,28 @@
 """The gates' decisions on cases built here (`ragexp.run.gate`), the edges the command-line
 tests (tests/run/test_gate_baseline.py) do not reach: the minimum evidence (5 equal paired
-cases, 3 documents), the exact boundary of "not worse", an identical run at margin 0, and an
-absolute ``ci_low`` gate on too few cases."""
+cases, 3 documents), the exact boundary of "not worse", an identical run at margin 0, an
+absolute ``ci_low`` gate on too few cases; and what a gate says it needs: the width and the
+cases a margin needs after the run (the closed form computed here), the warning before it, and
+every gated metric's verdict, passed or failed."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
+from scipy import stats
 
 from ragexp.config.schema import GateConfig
 from ragexp.results import CaseResult, MetricResult
-from ragexp.run.gate import failed_cases_failures, gate_failures, noninferiority
+from ragexp.run.gate import (
+    before_run,
+    failed_cases_verdict,
+    gate_failures,
+    gate_outcome,
+    noninferiority,
+    undecided_outcome,
+)
 from ragexp.stats.paired import shown_not_worse
 from ragexp.stats.summarize import summarize
 
@@ -39,7 +50,11 @@ def test_five_equal_paired_cases_never_pass_a_not_worse_than_gate() -> None:
         assert passes == []
         [line] = failures
         cases_are = "case is" if n == 1 else "cases are"
-        assert line.endswith(f": not shown: {n} {cases_are} too few (at least 6 are needed)"), line
+        needed = _needed(1 / (n + 1), 0.05)  # every difference 0: the floor's variance
+        assert line.endswith(
+            f": not shown: {n} {cases_are} too few (at least 6 are needed); a 0.05 margin needs "
+            f"about {needed:,} cases"
+        ), line
         assert "+0.000 … +0.000" not in line  # never a point interval
 
 
@@ -48,9 +63,14 @@ def test_six_equal_cases_are_read_by_the_interval_which_is_too_wide() -> None:
     [line], passes = noninferiority(cases, cases, {METRIC: 0.05}, "base")
     assert passes == []
     assert "Δ +0.000 (95% CI -0.390 … +0.390, 6 paired cases)" in line
-    assert line.endswith(
-        "not shown: Δ is within the margin but the interval is too wide to show it"
-    )
+    assert line.endswith(f"not shown: ±0.390 at 6 cases; a 0.05 margin needs about {449} cases")
+    assert _needed(1 / 7, 0.05) == 449
+
+
+def _needed(variance: float, margin: float) -> int:
+    """((z.975 + z.8) · sd / margin)² cases, rounded up: the closed form, computed here."""
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    return math.ceil(z**2 * variance / margin**2)
 
 
 def test_three_documents_are_too_few_for_the_gate() -> None:
@@ -120,17 +140,24 @@ def test_a_failed_case_fails_any_gate_unless_allowed() -> None:
     cases = [*_cases([1.0] * 39), _failed("c999")]
     summary = summarize(cases, [METRIC])
     assert gate_failures(summary, GateConfig(faithfulness=0.9)) == []  # the mean looks fine
-    [line] = failed_cases_failures(summary, GateConfig(faithfulness=0.9))
-    assert line == (
+    verdict = failed_cases_verdict(summary, GateConfig(faithfulness=0.9))
+    assert not verdict.passed and verdict.line == (
         "1 case failed (gate.allow_errors=0): 1 SystemFailed (app raised KeyError: 'x'); allow "
         "them with gate.allow_errors=1"
     )
-    assert failed_cases_failures(summary, GateConfig(baseline="main"))  # a baseline gate too
-    assert failed_cases_failures(summary, GateConfig(faithfulness=0.9, allow_errors=1)) == []
-    assert failed_cases_failures(summary, GateConfig()) == []  # no gate, nothing to fail
+    base = GateConfig(baseline="main")  # a baseline gate too
+    assert not failed_cases_verdict(summary, base).passed
+    allowed = failed_cases_verdict(summary, GateConfig(faithfulness=0.9, allow_errors=1))
+    assert allowed.passed and allowed.line == "failed cases: 1 (gate.allow_errors=1)"
     two = summarize([*cases, _failed("c998")], [METRIC])
-    [line] = failed_cases_failures(two, GateConfig(faithfulness=0.9, allow_errors=1))
-    assert line.startswith("2 cases failed (gate.allow_errors=1)")
+    verdict = failed_cases_verdict(two, GateConfig(faithfulness=0.9, allow_errors=1))
+    assert verdict.line.startswith("2 cases failed (gate.allow_errors=1)")
+    outcome = gate_outcome(summary, cases, None, GateConfig(faithfulness=0.9), METRIC)
+    assert outcome is not None and not outcome.passed
+    assert [(v.metric, v.passed) for v in outcome.verdicts] == [
+        ("failed cases", False), (METRIC, True),
+    ]  # fmt: skip
+    assert gate_outcome(summary, cases, None, GateConfig(), METRIC) is None  # no gate
 
 
 def test_allow_errors_is_a_setting_not_a_threshold() -> None:
@@ -151,3 +178,85 @@ def test_the_not_worse_than_gate_scores_a_case_failed_in_this_run_worst() -> Non
     [line] = failures + passes
     assert "40 paired cases; 2 cases failed in this run, scored worst)" in line
     assert "Δ +0.000" in line  # both failures were on cases the baseline got wrong (0)
+
+
+# -- a gate that says what it needs ----------------------------------------------------------
+
+
+def test_an_unchanged_run_of_40_cases_says_its_width_and_the_cases_a_margin_needs() -> None:
+    """Every difference 0 over 40 yes/no cases: Tango's ±z²/(n + z²) = ±0.088, and the floor's
+    variance 1/41 in the arithmetic of `plan`: 479 cases for 2 points."""
+    cases = _cases([1.0, 0.0, 1.0, 1.0] * 10)
+    [line], passes = noninferiority(cases, cases, {METRIC: 0.02}, "main")
+    assert passes == []
+    half = stats.norm.ppf(0.975) ** 2 / (40 + stats.norm.ppf(0.975) ** 2)
+    assert f"{half:.3f}" == "0.088"
+    assert line == (
+        "faithfulness against main: Δ +0.000 (95% CI -0.088 … +0.088, 40 paired cases), margin "
+        f"0.02: not shown: ±0.088 at 40 cases; a 0.02 margin needs about {_needed(1 / 41, 0.02)} "
+        "cases"
+    )
+    assert _needed(1 / 41, 0.02) == 479
+
+
+def test_before_the_run_a_size_too_small_for_the_margin_is_one_warning() -> None:
+    """The baseline has 200 cases; a run over 40 of them cannot show 2 points even when every
+    answer scores as the baseline's."""
+    gate = GateConfig(baseline="main", margin=0.02)
+    baseline = _cases([1.0, 0.0, 1.0, 1.0] * 50)
+    forty = [f"c{i:03d}" for i in range(40)]
+    assert before_run(gate, baseline, forty, METRIC) == (
+        "gate: not worse than main cannot be shown at this size: faithfulness: ±0.088 at 40 "
+        "cases even when every answer scores as the baseline's; a 0.02 margin needs about 479 "
+        "cases (only a run clearly better than the baseline can pass)"
+    )
+    every = [case.case_id for case in baseline]
+    assert before_run(gate, baseline, every, METRIC) is None  # 200 cases: ±0.019
+    assert before_run(GateConfig(), baseline, forty, METRIC) is None  # no baseline gate
+
+
+def test_before_the_run_too_few_documents_say_so_and_no_run_can_pass() -> None:
+    gate = GateConfig(baseline="main", margin=0.5)
+    baseline = _cases([1.0] * 40, [f"doc-{i % 5}" for i in range(40)])
+    line = before_run(gate, baseline, [case.case_id for case in baseline], METRIC)
+    assert line is not None
+    assert line.startswith(
+        "gate: not worse than main cannot be shown at this size: faithfulness: 5 documents are "
+        "too few"
+    )
+    assert "clearly better" not in line
+
+
+def test_every_gated_metric_has_a_verdict_passed_or_failed() -> None:
+    """A threshold met, a threshold missed, a not-worse-than gate passed: three verdicts, the
+    outcome failed, the passes said in words too."""
+    base = _cases([1.0, 0.0, 1.0, 1.0] * 100)
+    summary = summarize(base, [METRIC])
+    gate = GateConfig.model_validate({"baseline": "main", "margin": 0.05, METRIC: 0.7})
+    outcome = gate_outcome(summary, base, base, gate, METRIC)
+    assert outcome is not None and outcome.passed
+    assert [(v.metric, v.test, v.passed) for v in outcome.verdicts] == [
+        ("failed cases", "at most 0 failed cases", True),
+        (METRIC, "mean ≥ 0.7", True),
+        (METRIC, "not worse than main by 0.05", True),
+    ]
+    assert outcome.verdicts[1].line.startswith("faithfulness mean 0.750 (95% CI ")
+    assert outcome.verdicts[1].line.endswith(": its mean is at or above 0.7")
+    missed = GateConfig.model_validate({"baseline": "main", "margin": 0.05, METRIC: 0.8})
+    failed = gate_outcome(summary, base, base, missed, METRIC)
+    assert failed is not None and not failed.passed
+    assert [v.passed for v in failed.verdicts] == [True, False, True]
+    assert failed.failures == [failed.verdicts[1].line]
+    assert gate_outcome(summary, base, None, GateConfig(), METRIC) is None
+
+
+def test_a_run_that_failed_fails_every_gated_metric_undecided() -> None:
+    gate = GateConfig.model_validate({"baseline": "main", "margin": 0.02, METRIC: 0.8})
+    outcome = undecided_outcome(gate, METRIC, "the run failed: 3 of 10 cases failed")
+    assert outcome is not None and not outcome.passed
+    assert [(v.test, v.passed, v.line) for v in outcome.verdicts] == [
+        ("mean ≥ 0.8", False, "faithfulness: not gated: the run failed: 3 of 10 cases failed"),
+        ("not worse than main by 0.02", False,
+         "faithfulness: not gated: the run failed: 3 of 10 cases failed"),
+    ]  # fmt: skip
+    assert undecided_outcome(GateConfig(), METRIC, "x") is None

@@ -116,11 +116,11 @@ def _gate_lines(stderr: str) -> list[dict[str, str]]:
 
 
 def _split(joined: str) -> list[str]:
-    """Failures are joined by "; ", and a failure may itself hold "; about N paired cases"."""
+    """Failures are joined by "; ", and a failure may itself hold "; a 0.02 margin needs …"."""
     pieces = joined.split("; ")
     out: list[str] = []
     for piece in pieces:
-        if out and piece.startswith("about "):
+        if out and re.match(r"a [\d.]+ margin needs ", piece):
             out[-1] += "; " + piece
         else:
             out.append(piece)
@@ -225,10 +225,22 @@ def test_an_equal_run_at_a_small_size_fails_as_not_shown_with_the_cases_that_wou
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
     needed = math.ceil((z * d.std(ddof=1) / 0.02) ** 2)
     assert 3500 < needed < 4500
+    half = float(line["verdict"].removeprefix("not shown: ±").split(" ")[0])
+    assert half == pytest.approx((float(line["high"]) - float(line["low"])) / 2, abs=1e-3)
     assert line["verdict"] == (
-        "not shown: Δ is within the margin but the interval is too wide to show it; "
-        f"about {needed:,} paired cases would decide it"
+        f"not shown: ±{half:.3f} at {SMALL} cases; a 0.02 margin needs about {needed:,} cases"
     )
+    # said before any call too: even answers scored as the baseline's would show ±z²/(n + z²)
+    # over 30 cases, and the floor's variance 1/31 in the same arithmetic needs 633 cases
+    floor = stats.norm.ppf(0.975) ** 2 / (SMALL + stats.norm.ppf(0.975) ** 2)
+    assert math.ceil(z**2 / (SMALL + 1) / 0.02**2) == 633
+    lines = result.stderr.splitlines()
+    warning = (
+        "ragexp: warning: gate: not worse than base cannot be shown at this size: faithfulness: "
+        f"±{floor:.3f} at {SMALL} cases even when every answer scores as the baseline's; a 0.02 "
+        "margin needs about 633 cases (only a run clearly better than the baseline can pass)"
+    )
+    assert lines.index(warning) < min(i for i, x in enumerate(lines) if x.startswith("[1/"))
 
 
 def test_a_baseline_that_does_not_exist_is_one_line_before_any_llm_call(world: World) -> None:
@@ -236,10 +248,16 @@ def test_a_baseline_that_does_not_exist_is_one_line_before_any_llm_call(world: W
     world.server.clear_requests()
     result = world.run("nowhere", "gen-base", "gate.baseline=no-such-run")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().splitlines() == [
-        "ragexp: error: no-such-run: not a run dir, nor a run id or run name in experiment "
-        "'ragexp' at sqlite:///mlflow.db; give a run dir, or set --tracking-uri / --experiment"
-    ]
+    [line] = result.stderr.strip().splitlines()
+    assert re.fullmatch(
+        r"ragexp: error: no-such-run: not a run dir, nor a run id or the name of a finished run "
+        r"in experiment 'ragexp' at sqlite:///mlflow\.db, whose recent run names are '[^']+'"
+        r"(, '[^']+')* \(newest first\); name a run with tracking\.run_name=no-such-run when it "
+        r"runs, give a run dir or an MLflow run id, or set tracking\.tracking_uri=\.\.\. / "
+        r"tracking\.experiment=\.\.\. \(or \$MLFLOW_TRACKING_URI\)",
+        line,
+    ), line
+    assert "--tracking-uri" not in line  # a flag of compare, not of a run
     assert world.server.requests == []  # looked up before any LLM call (none at all)
     assert not (world.tmp / "nowhere" / "cases.jsonl").exists()
 

@@ -197,7 +197,8 @@ def test_compare_command_names_what_it_cannot_find(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == (
         "ragexp: error: no-such-run: not a run dir, and there is no MLflow store at "
-        "sqlite:///mlflow.db to look it up in; give a run dir, or set --tracking-uri"
+        "sqlite:///mlflow.db to look it up in; give a run dir, or set --tracking-uri / "
+        "--experiment"
     )
     assert not (tmp_path / "mlflow.db").exists()  # looking did not create a store
 

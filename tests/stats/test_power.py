@@ -3,8 +3,7 @@ statsmodels' power of the paired t-test computed here and a closed-form normal a
 and every figure checked by simulation: at the returned size the share of simulated paired
 t-tests that reject is the stated power. `plan_metric` on planted pilots against the size at
 which simulated sweeps of the same planted world reach that power; its variance terms against
-the planted truth; Holm's level against statsmodels' Holm; the non-inferiority size against its
-closed form and a simulation."""
+the planted truth; Holm's level against statsmodels' Holm."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from ragexp.stats.power import (
     cases_needed,
     holm_alpha,
     mde,
-    noninferiority_cases,
     plan_metric,
 )
 from ragexp.stats.ranking import summarize_sweep
@@ -391,37 +389,6 @@ def test_a_sweeps_mde_is_held_to_the_holm_level_of_its_test() -> None:
         alpha = ALPHA / (len(by_p) - rank + 1)
         assert row.mde == pytest.approx(_solve_effect(100, alpha) * sd, rel=1e-4), row.job.label
         assert row.cases_needed == math.ceil(_solve_n(sd, 0.05, alpha))
-
-
-# -- not worse than a baseline: the size that shows it ---------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("sd", "delta", "margin", "deff"),
-    [(0.35, 0.0, 0.02, 1.0), (0.35, 0.0, 0.05, 1.0), (0.5, 0.01, 0.02, 1.0), (0.3, -0.01, 0.05, 2)],
-)
-def test_noninferiority_cases_is_its_closed_form(
-    sd: float, delta: float, margin: float, deff: float
-) -> None:
-    z = stats.norm.ppf(0.975) + stats.norm.ppf(POWER)
-    expected = math.ceil((z * sd / (margin + delta)) ** 2 * deff)
-    assert noninferiority_cases(sd, delta, margin, deff) == expected
-
-
-def test_noninferiority_cases_shows_no_worse_with_the_stated_power_by_simulation() -> None:
-    sd, delta, margin = 0.35, 0.0, 0.05
-    n = noninferiority_cases(sd, delta, margin)
-    assert n is not None
-    rng = np.random.default_rng(5)
-    d = rng.normal(delta, sd, size=(SIMULATIONS, n))
-    low = d.mean(axis=1) - stats.norm.ppf(0.975) * d.std(axis=1, ddof=1) / math.sqrt(n)
-    assert float(np.mean(low > -margin)) == pytest.approx(POWER, abs=0.05)
-
-
-def test_no_number_of_cases_shows_a_run_worse_than_the_margin_no_worse() -> None:
-    assert noninferiority_cases(0.35, -0.02, 0.02) is None
-    assert noninferiority_cases(0.35, -0.05, 0.02) is None
-    assert noninferiority_cases(0.0, 0.0, 0.02) is None
 
 
 def test_with_labels_cases_and_labels_needed_each_come_from_their_own_term() -> None:

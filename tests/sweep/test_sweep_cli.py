@@ -124,10 +124,11 @@ def test_compare_on_two_runs_of_the_sweep(two_by_two: tuple[Any, Path]) -> None:
 def test_the_joblib_launcher_runs_the_same_sweep_in_parallel_with_the_same_results(
     two_by_two: tuple[Any, Path], tmp_path: Path
 ) -> None:
+    """The same sweep, its parent run named with ``tracking.run_name``."""
     result, sweep_dir = _sweep(
         tmp_path, 30, "generator.model=gen-p90", "-m", "judge.model=judge-a,judge-b",
         "retriever.top_k=2,4", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-        redraw={"judge-b": 0.4}, mlflow=True,
+        "tracking.run_name=nightly", redraw={"judge-b": 0.4}, mlflow=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Joblib.Parallel(n_jobs=2," in result.stdout and "is launching 4 jobs" in result.stdout
@@ -141,6 +142,11 @@ def test_the_joblib_launcher_runs_the_same_sweep_in_parallel_with_the_same_resul
     [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert len(children) == 4
+    assert parent.info.run_name == "nightly"  # tracking.run_name names the sweep's parent run
+    assert {r.info.run_name for r in children} == {  # and each job keeps its own short name
+        "judge=judge-a · top_k=2", "judge=judge-a · top_k=4",
+        "judge=judge-b · top_k=2", "judge=judge-b · top_k=4",
+    }  # fmt: skip
     first, second = sorted(children, key=lambda r: r.info.start_time)[:2]
     assert second.info.start_time < first.info.end_time  # two jobs ran at the same time
     # on a new store, each job's run carries its own files (tests/test_collisions.py)

@@ -59,9 +59,12 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     return head + flags[:1] + [a for a in rest if a not in MULTIRUN_FLAGS]
 
 
-def single_run_name(override_dirname: str) -> str:
-    """A single run's MLflow name: Hydra's ``override_dirname`` without the ``++`` that
-    `normalize_argv` put in front of ``metric_options`` and ``gate`` keys (what the user typed),
-    and without the backslashes Hydra puts before ``:``; ``default`` when nothing was given."""
+def single_run_name(override_dirname: str, given: object = None) -> str:
+    """A single run's MLflow name: ``given`` (``tracking.run_name``) when set, else Hydra's
+    ``override_dirname`` without the ``++`` that `normalize_argv` put in front of
+    ``metric_options`` and ``gate`` keys (what the user typed), and without the backslashes
+    Hydra puts before ``:``; ``default`` when nothing was given."""
+    if given is not None and str(given).strip():
+        return str(given).strip()
     name = re.sub(r"(^|,)\+{1,2}(?=[A-Za-z_])", r"\1", override_dirname.replace("\\", ""))
     return name or "default"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ragexp.commands.argv import normalize_argv, single_run_name
 from ragexp.config.hydra import check_command, config_dir, register_resolvers
@@ -39,7 +39,9 @@ def _job(cfg: DictConfig) -> float | None:
     from ragexp.run.job import run_job
 
     hc = HydraConfig.get()
-    run_name = single_run_name(hc.job.override_dirname)
+    run_name = single_run_name(
+        hc.job.override_dirname, OmegaConf.select(cfg, "tracking.run_name", default=None)
+    )
     swept: dict[str, str] = {}
     tags: dict[str, str] = {}
     invocation = None  # a single run: its own

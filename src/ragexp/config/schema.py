@@ -133,6 +133,9 @@ class GateConfig(BaseModel):
     allow_errors: int = Field(default=0, ge=0)
     """How many failed cases (the system or a metric raised on them) a gated run may have; one
     more fails the gate, whatever the means say."""
+    junit: Path | None = None
+    """Where to write the gate's verdicts as JUnit XML for CI (one testcase per gated metric,
+    a failure with the verdict line); relative to the working directory."""
 
     def margins(self, primary: str) -> dict[str, float]:
         """Metric -> margin of the not-worse-than gate (empty without a baseline)."""

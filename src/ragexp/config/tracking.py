@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from pydantic import field_validator
+
 from ragexp.config.llm import StrictModel
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -30,6 +32,22 @@ class TrackingConfig(StrictModel):
     the working directory."""
     experiment: str | None = None
     """The MLflow experiment; not given: $MLFLOW_EXPERIMENT_NAME, else ragexp."""
+    run_name: str | None = None
+    """The MLflow run's name (and ``job.json``'s), e.g. ``main`` for the run a gate compares
+    with (``gate.baseline=main``); not given: the overrides as typed (``default`` for none).
+    In a sweep it names the sweep's parent run; each job keeps its short name (``top_k=3``)."""
+
+    @field_validator("run_name", mode="before")
+    @classmethod
+    def _run_name_given(cls, value: object) -> object:
+        """A name as typed (``tracking.run_name=2`` is the name ``2``), never an empty one."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("a name that is not empty (or leave it unset)")
+            return value.strip()
+        return value
 
     def uri(self) -> str:
         return self.tracking_uri or os.environ.get(URI_ENV, "").strip() or DEFAULT_TRACKING_URI

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_markdown
 from ragexp.reporting.claims import claims_lines
+from ragexp.reporting.gate import gate_markdown
 from ragexp.reporting.jury import jury_markdown
 from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
@@ -56,7 +57,8 @@ def render_report(
         lines += [f"> {note}", ""]
     for warning in summary.warnings:
         lines += [f"> **Warning:** {text(warning)}", ""]
-    lines += _scores(summary)
+    lines += scores_markdown(summary)
+    lines += gate_markdown(summary.gate)
     lines += judge_cards(summary)
     lines += jury_markdown(summary)
     lines += _sources(summary)
@@ -143,7 +145,7 @@ def _banners(summary: Summary, failed: str | None) -> list[str]:
     return lines
 
 
-def _scores(summary: Summary) -> list[str]:
+def scores_markdown(summary: Summary) -> list[str]:
     """The table of means, what they cover, the metrics that failed and each metric's own
     reading of its mean."""
     lines = [

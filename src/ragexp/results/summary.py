@@ -257,6 +257,35 @@ class AnswersInfo(BaseModel):
     """``run.resume``: the interrupted run this one takes up."""
 
 
+class GateVerdict(BaseModel):
+    """One gated metric's verdict: a threshold (``gate.<metric>``) or not worse than the
+    baseline (``gate.baseline``); a testcase of ``gate.junit``'s XML."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    test: str
+    """What the gate asked of it: ``mean ≥ 0.85``, ``not worse than main by 0.02``."""
+    passed: bool
+    line: str
+    """The verdict as the run says it: the metric, its numbers, why it passed or failed, and
+    when not shown, the cases the margin needs."""
+
+
+class GateOutcome(BaseModel):
+    """How the run's gates went."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool
+    verdicts: list[GateVerdict]
+
+    @property
+    def failures(self) -> list[str]:
+        """The failed verdicts' lines."""
+        return [v.line for v in self.verdicts if not v.passed]
+
+
 class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -287,6 +316,8 @@ class Summary(BaseModel):
     """The human labels the run was given, if any."""
     cost: Cost | None = None
     """Tokens, calls, latency and wall time."""
+    gate: GateOutcome | None = None
+    """How the run's gates went (None: the run has no gate, or was interrupted)."""
 
     def failure_phrase(self) -> str:
         """``74 of 100 cases failed: 70 BackendUnavailable (cannot reach …), 4 metric x (…)``."""

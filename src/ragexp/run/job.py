@@ -32,15 +32,10 @@ from ragexp.reporting.report import render_report
 from ragexp.reporting.terminal import label_lines, metric_failure_lines, summary_line
 from ragexp.results.case import CaseResult
 from ragexp.results.files import CaseLog, JobRecord, invocation_of, new_invocation, write_outputs
-from ragexp.results.summary import MetricSource, Summary
+from ragexp.results.summary import GateOutcome, MetricSource, Summary
+from ragexp.run.ci import write_for_ci
 from ragexp.run.failure import run_failure
-from ragexp.run.gate import (
-    baseline_cases,
-    failed_cases_failures,
-    gate_failures,
-    gate_tag,
-    noninferiority,
-)
+from ragexp.run.gate import baseline_cases, conclude_gate, gate_tag, warn_before_run
 from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels, vocabularies
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
@@ -161,6 +156,7 @@ def prepare(
     dataset = (
         own(config.system, config) if own else load_dataset(config.dataset, config.compare.cluster)
     )
+    warn_before_run(config, baseline, [case.id for case in dataset.cases])
     run_dir.mkdir(parents=True, exist_ok=True)
     print(f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', {_under_test(config)}",
           file=sys.stderr)  # fmt: skip
@@ -262,6 +258,9 @@ def conclude(
     run.job.self_judge = config.is_self_judge(outcome.backends)
     summary = _summary(run, outcome, seen_warnings)
     failed = None if interrupted else run_failure(summary, config.run.max_error_rate)
+    summary.gate = (
+        None if interrupted else conclude_gate(config, outcome.cases, summary, run.baseline, failed)
+    )
     report = render_report(
         config, summary, outcome.cases, backends=outcome.backends, wall_s=outcome.wall_s,
         llm_calls=outcome.llm_calls, self_judge=run.job.self_judge, failed=failed,
@@ -270,6 +269,7 @@ def conclude(
     cards = [m.judge_card for m in summary.metrics.values() if m.judge_card is not None]
     extra = {CARD_FILE: cards_document(cards)} if cards else {}
     paths = write_outputs(run.run_dir, outcome.cases, summary, report, resolved_yaml, extra)
+    write_for_ci(config, run.job.run_name, summary, run.run_dir)
     if run.tracker is not None and run.tracker.error is not None:  # it stopped the run
         raise ConfigError(f"{run.tracker.error} {_kept(run.case_log)}")
     if not interrupted:
@@ -293,7 +293,7 @@ def conclude(
         if run.registry.systems[config.system.kind].verdicts_to_traces:
             print(write_verdicts(config.tracking.uri(), outcome.cases, config.judge.model),
                   file=sys.stderr)  # fmt: skip
-    failures = [] if interrupted or failed else _gates(run, outcome.cases, summary)
+    failures = _said(summary.gate)
     if run.tracker is not None:
         status: RunStatus = "KILLED" if interrupted else "FAILED" if failed else "FINISHED"
         _log(run, outcome, summary, list(paths.values()), status, gate_tag(config.gate, failures))
@@ -309,18 +309,14 @@ def conclude(
     return summary
 
 
-def _gates(run: Run, cases: list[CaseResult], summary: Summary) -> list[str]:
-    """Every gate's failures (absolute thresholds, not worse than the baseline); the baseline
-    gate's passes are said too."""
-    gate = run.config.gate
-    failures = failed_cases_failures(summary, gate) + gate_failures(summary, gate)
-    if run.baseline is not None and gate.baseline is not None:
-        margins = gate.margins(run.config.primary_metric())
-        worse, passed = noninferiority(cases, run.baseline, margins, gate.baseline)
-        failures += worse
-        for line in passed:
-            print(f"ragexp: gate: {line}", file=sys.stderr)
-    return failures
+def _said(gate: GateOutcome | None) -> list[str]:
+    """Print the gate's passes, one line each; returns its failures (the run's error line)."""
+    if gate is None:
+        return []
+    for verdict in gate.verdicts:
+        if verdict.passed:
+            print(f"ragexp: gate: {verdict.line}", file=sys.stderr)
+    return gate.failures
 
 
 def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary:

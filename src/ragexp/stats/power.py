@@ -267,38 +267,6 @@ def comparison_power(
     )
 
 
-def noninferiority_cases(
-    sd: float, delta: float, margin: float, deff: float = 1.0, power: float = POWER
-) -> int | None:
-    """Cases for a paired 95% interval of Δ to clear −``margin`` with ``power`` when the true
-    difference is ``delta``: ``((z_.975 + z_power) · sd / (margin + delta))² · deff``; None when
-    ``delta`` is at or below −margin (no number of cases shows it no worse)."""
-    from scipy.stats import norm
-
-    room = margin + delta
-    if room <= 0 or sd <= 0:
-        return None
-    z = float(norm.ppf(0.975) + norm.ppf(power))
-    return min(MAX_CASES, math.ceil((z * sd / room) ** 2 * max(deff, 1.0)))
-
-
-def noninferiority_labels(corrected: Corrected, margin: float, power: float = POWER) -> int | None:
-    """Labelled cases for a corrected interval of Δ to clear −``margin`` with ``power`` when
-    the true difference is the corrected Δ: the labels' part of the variance shrinks with more
-    labels, the judge's part does not (it shrinks with more cases); None when Δ is at or below
-    −margin, or the judge's part alone is too wide."""
-    from scipy.stats import norm
-
-    room = margin + corrected.mean
-    if room <= 0:
-        return None
-    z = float(norm.ppf(0.975) + norm.ppf(power))
-    left = (room / z) ** 2 - corrected.judge_variance
-    if left <= 0 or corrected.label_variance <= 0:
-        return None
-    return min(MAX_CASES, math.ceil(corrected.n_labels * corrected.label_variance / left))
-
-
 @dataclass(frozen=True)
 class CorrectedNeeds:
     """What a corrected difference needs to detect an effect, each from its own variance term:

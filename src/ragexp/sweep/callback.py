@@ -50,7 +50,7 @@ class SweepCallback(Callback):
                 open_parent(
                     settings.tracking.uri(),
                     settings.tracking.experiment_name(),
-                    sweep_label(swept),
+                    settings.tracking.run_name or sweep_label(swept),
                     {"swept": ", ".join(swept), "sweep_dir": str(sweep_dir)},
                     sweep_dir / PARENT_FILE,
                 )
