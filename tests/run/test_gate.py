@@ -154,8 +154,8 @@ def test_a_failed_case_fails_any_gate_unless_allowed() -> None:
     assert verdict.line.startswith("2 cases failed (gate.allow_errors=1)")
     outcome = gate_outcome(summary, cases, None, GateConfig(faithfulness=0.9), METRIC)
     assert outcome is not None and not outcome.passed
-    assert [(v.metric, v.passed) for v in outcome.verdicts] == [
-        ("failed cases", False), (METRIC, True),
+    assert [(v.metric, v.test, v.passed) for v in outcome.verdicts] == [
+        ("failed cases", "at most 0 failed cases", False), (METRIC, "mean ≥ 0.9", True),
     ]  # fmt: skip
     assert gate_outcome(summary, cases, None, GateConfig(), METRIC) is None  # no gate
 
@@ -236,17 +236,16 @@ def test_every_gated_metric_has_a_verdict_passed_or_failed() -> None:
     outcome = gate_outcome(summary, base, base, gate, METRIC)
     assert outcome is not None and outcome.passed
     assert [(v.metric, v.test, v.passed) for v in outcome.verdicts] == [
-        ("failed cases", "at most 0 failed cases", True),
         (METRIC, "mean ≥ 0.7", True),
         (METRIC, "not worse than main by 0.05", True),
     ]
-    assert outcome.verdicts[1].line.startswith("faithfulness mean 0.750 (95% CI ")
-    assert outcome.verdicts[1].line.endswith(": its mean is at or above 0.7")
+    assert outcome.verdicts[0].line.startswith("faithfulness mean 0.750 (95% CI ")
+    assert outcome.verdicts[0].line.endswith(": its mean is at or above 0.7")
     missed = GateConfig.model_validate({"baseline": "main", "margin": 0.05, METRIC: 0.8})
     failed = gate_outcome(summary, base, base, missed, METRIC)
     assert failed is not None and not failed.passed
-    assert [v.passed for v in failed.verdicts] == [True, False, True]
-    assert failed.failures == [failed.verdicts[1].line]
+    assert [v.passed for v in failed.verdicts] == [False, True]
+    assert failed.failures == [failed.verdicts[0].line]
     assert gate_outcome(summary, base, None, GateConfig(), METRIC) is None
 
 

@@ -209,7 +209,8 @@ def test_the_gate_reads_the_corrected_mean_and_with_basis_judge_the_judges(
     """gate.faithfulness=0.9: the judge's mean (1.0) passes it (the labelled run has
     gate.basis=judge), the corrected one fails it (a run given 9 of gen-b's labels: 4/9)."""
     judged = world["labelled"]  # gate.basis=judge
-    assert judged.returncode == 0 and "gate:" not in judged.stderr
+    assert judged.returncode == 0 and "ragexp: error" not in judged.stderr
+    assert "ragexp: gate: faithfulness mean 1.000 " in judged.stderr  # the judge's: passed
 
     run: OllamaRun = world["run"]
     nine = world["tmp"] / "nine-labels.jsonl"

@@ -112,6 +112,8 @@ def test_a_second_ctrl_c_stops_at_once_and_keeps_the_finished_cases(ollama: Olla
     assert run.lines.count(FIRST_SIGNAL_SEEN) == 1
     assert run.lines[-1] == (
         f"ragexp: interrupted; finished cases are kept in {tmp_path / 'outputs/run'}/cases.jsonl"
+        "; to take it up with the answers already given: the same command with "
+        f"run.resume={tmp_path / 'outputs/run'}"
     )
     kept = finished_cases(cases)
     assert 2 <= len(kept) == kept_at_second < 24  # nothing finished after the second Ctrl-C

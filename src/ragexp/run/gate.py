@@ -246,7 +246,8 @@ def gate_outcome(
     the run has no gate."""
     if not gate.thresholds() and gate.baseline is None:
         return None
-    verdicts = [failed_cases_verdict(summary, gate), *threshold_verdicts(summary, gate)]
+    failed = failed_cases_verdict(summary, gate)  # a verdict of its own only when it fails
+    verdicts = [*([] if failed.passed else [failed]), *threshold_verdicts(summary, gate)]
     if baseline is not None and gate.baseline is not None:
         verdicts += noninferiority_verdicts(cases, baseline, gate.margins(primary), gate.baseline)
     return GateOutcome(passed=all(v.passed for v in verdicts), verdicts=verdicts)
