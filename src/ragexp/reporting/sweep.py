@@ -221,6 +221,7 @@ def to_json(summary: SweepSummary) -> dict[str, Any]:
         "judge_ranks_first": summary.judge_best,
         "judge_card": [card.model_dump() for card in sweep_card_models(summary)],
         "juries": [jury.model_dump() for jury in sweep_jury_models(summary)],
+        "warnings": [unreached_line(k, n) for k, n in summary.unreached.items()],
     }
 
 
@@ -292,9 +293,18 @@ def _method(summary: SweepSummary) -> list[str]:
     ]
 
 
+def unreached_line(key: str, n_jobs: int) -> str:
+    """The warning that a swept option probably never reached the system."""
+    return (
+        f"all {n_jobs} jobs over {key} gave identical answers on every case: the option "
+        "probably does not reach the system (a misspelled name?)"
+    )
+
+
 def _notes(summary: SweepSummary) -> list[str]:
-    """The plain-words reading: who is best, and whether anyone is distinguishable from it."""
-    notes = []
+    """The plain-words reading: whether a swept option reached the system, who is best, and
+    whether anyone is distinguishable from it."""
+    notes = [f"Warning: {unreached_line(k, n)}." for k, n in summary.unreached.items()]
     if summary.unmatched_baseline is not None:
         values = {k: sorted({r.job.swept.get(k, "") for r in summary.rows}) for k in summary.swept}
         notes.append(
