@@ -4,6 +4,7 @@ MLflow params and tags, report.md and ``ragexp doctor`` all show ``system.url`` 
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 SECRET_KEYS = frozenset(
@@ -16,6 +17,8 @@ are among them.)"""
 URL_SECRET_PARAMS = SECRET_KEYS | {"key", "sig", "signature"}
 """A URL's query parameters whose values are secrets (``?key=``, a signed URL's ``sig``)."""
 REDACTED = "***"
+URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,'\"]+")
+"""A URL inside a longer text (an override string ``a=1,system.url=http://...``)."""
 
 
 def redact_url(url: str) -> str:
@@ -39,3 +42,9 @@ def redact_url(url: str) -> str:
             [(n, REDACTED if n.lower() in URL_SECRET_PARAMS else v) for n, v in pairs], safe="*"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every URL in it redacted (`redact_url`), e.g. a run named by its
+    overrides."""
+    return URL_RE.sub(lambda match: redact_url(match.group(0)), text)

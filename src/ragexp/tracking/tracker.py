@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact_urls
 from ragexp.errors import ConfigError
 from ragexp.results.case import CaseResult
 from ragexp.tracking import warm
@@ -49,7 +50,9 @@ class Tracker:
     ) -> None:
         self._resolved = run_params(resolved)
         self._config = config
-        self._target = Target(config.tracking.uri(), config.tracking.experiment_name(), run_name)
+        self._target = Target(
+            config.tracking.uri(), config.tracking.experiment_name(), redact_urls(run_name)
+        )
         self._start_ms = int(time.time() * 1000)
         self._on_failure = on_failure
         self._finished = threading.Event()
