@@ -180,14 +180,17 @@ def option_problem(obj: Any, target: str, options: Collection[str]) -> str | Non
 
 
 def describe_signature(obj: Any) -> str:
-    """``obj``'s call signature as text, e.g. ``(question, top_k=4)`` ("" when it has none)."""
+    """``obj``'s call signature as text, without annotations, e.g. ``(question, top_k=4)`` (""
+    when it has none)."""
     try:
         if inspect.isclass(obj):
             params = list(inspect.signature(obj.__call__).parameters.values())[1:]
-            return str(inspect.Signature(params))
-        return str(inspect.signature(obj))
+        else:
+            params = list(inspect.signature(obj).parameters.values())
     except (TypeError, ValueError):
         return ""
+    bare = [p.replace(annotation=inspect.Parameter.empty) for p in params]  # names and defaults
+    return str(inspect.Signature(bare))
 
 
 def describe_target(obj: Any) -> str:
