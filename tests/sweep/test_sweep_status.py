@@ -11,7 +11,7 @@ from typing import Any
 from tests.cli_run import mlflow_runs, run_ragexp
 from tests.systems.world import dataset_args, make_world
 
-BROKEN = '''
+BROKEN = """
 class Boom:
     def __init__(self):
         raise RuntimeError("the index file is missing")
@@ -19,7 +19,7 @@ class Boom:
 
 class Bang(Boom):
     pass
-'''
+"""
 
 
 def _sweep(tmp_path: Path, targets: str) -> tuple[Path, Any, Any]:

@@ -25,9 +25,10 @@ def test_a_misspelled_option_is_one_line_and_exit_2_before_any_case(world: Path)
     assert "system.options.topk: my_rag:answer has no parameter 'topk'" in line
     assert "its options are top_k" in line
     assert "did you mean 'system.options.top_k'?" in line
-    assert not (world / "run" / "cases.jsonl").exists() or not (
-        world / "run" / "cases.jsonl"
-    ).read_text()
+    assert (
+        not (world / "run" / "cases.jsonl").exists()
+        or not (world / "run" / "cases.jsonl").read_text()
+    )
 
 
 def test_a_sweep_over_a_misspelled_option_stops_before_its_first_job(world: Path) -> None:
@@ -89,9 +90,8 @@ def test_the_sweeps_check_names_the_first_option_a_target_cannot_take(world: Pat
     from ragexp.config.system import SystemConfig
 
     configs = [
-        SystemConfig(kind="python", target="my_rag:answer", options={"top_k": k})
-        for k in (1, 2)
+        SystemConfig(kind="python", target="my_rag:answer", options={"top_k": k}) for k in (1, 2)
     ] + [SystemConfig(kind="python", target="my_rag:answer", options={"k": 3})]
-    with pytest.raises(ConfigError, match="system.options.k: my_rag:answer has no parameter"):
+    with pytest.raises(ConfigError, match=r"system\.options\.k: my_rag:answer has no parameter"):
         check_jobs(configs)
     check_jobs(configs[:2])  # top_k is its parameter: no error
