@@ -19,6 +19,7 @@ from ragexp.reporting.wording import (
     num,
     pct,
     too_few_cases,
+    unreached_line,
 )
 from ragexp.results.jobs import short_keys
 from ragexp.results.summary import MetricSummary
@@ -291,14 +292,6 @@ def _method(summary: SweepSummary) -> list[str]:
             else ""
         )
     ]
-
-
-def unreached_line(key: str, n_jobs: int) -> str:
-    """The warning that a swept option probably never reached the system."""
-    return (
-        f"all {n_jobs} jobs over {key} gave identical answers on every case: the option "
-        "probably does not reach the system (a misspelled name?)"
-    )
 
 
 def _notes(summary: SweepSummary) -> list[str]:

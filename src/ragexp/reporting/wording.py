@@ -129,3 +129,11 @@ def cluster_notes(found: Iterable[Evidence]) -> list[str]:
         return []
     g = min(few)
     return [few_clusters_note(g)] + ([unreachable_note(g)] if g < MIN_UNITS else [])
+
+
+def unreached_line(key: str, n_jobs: int) -> str:
+    """The warning that a swept option probably never reached the system."""
+    return (
+        f"all {n_jobs} jobs over {key} gave identical answers on every case: the option "
+        "probably does not reach the system (a misspelled name?)"
+    )
