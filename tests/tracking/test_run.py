@@ -143,3 +143,10 @@ def test_the_model_another_system_reports_is_the_one_most_answers_name() -> None
     assert reported_model(cases, "http") == "a-model"
     assert reported_model([case(1, "http")], "http") is None  # it named none: its kind stands in
     assert reported_model([case(1, "smollm2", backend="embedded")], "ragexp") is None
+
+
+def test_every_url_in_the_params_has_its_password_redacted() -> None:
+    from ragexp.tracking.run import run_params
+
+    resolved = {"judge": {"base_url": "http://me:hunter2@judge:11434", "model": "m"}}
+    assert run_params(resolved)["judge"]["base_url"] == "http://me:***@judge:11434"

@@ -72,18 +72,28 @@ def flatten(
 
 
 def run_params(resolved: Mapping[str, Any]) -> dict[str, Any]:
-    """The config a run logs as params (before `flatten`): all of it for ragexp's own pipeline;
-    for another system, none of `OWN_PIPELINE`, none of the ``system.*`` keys left unset, and
-    ``system.url`` with its secrets redacted."""
-    system = dict(resolved.get("system") or {})
-    if system.get("kind", "ragexp") == "ragexp":
-        return dict(resolved)
-    from ragexp.config.secrets import redact_url  # in the run's process: the config is loaded
+    """The config a run logs as params (before `flatten`), every URL in it redacted
+    (`ragexp.config.secrets.redact_urls`: a password, a ``?key=``): all of it for ragexp's own
+    pipeline; for another system, none of `OWN_PIPELINE` and none of the ``system.*`` keys left
+    unset."""
+    from ragexp.config.secrets import redact_urls  # in the run's process: the config is loaded
 
-    if system.get("url"):
-        system["url"] = redact_url(str(system["url"]))
+    def redacted(tree: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            key: redacted(value)
+            if isinstance(value, Mapping)
+            else redact_urls(value)
+            if isinstance(value, str)
+            else value
+            for key, value in tree.items()
+        }
+
+    params = redacted(resolved)
+    system = params.get("system") or {}
+    if system.get("kind", "ragexp") == "ragexp":
+        return params
     system = {key: value for key, value in system.items() if value not in (None, {})}
-    return {k: v for k, v in resolved.items() if k not in OWN_PIPELINE} | {"system": system}
+    return {k: v for k, v in params.items() if k not in OWN_PIPELINE} | {"system": system}
 
 
 def env_secrets(tree: Mapping[str, Any]) -> list[str]:
