@@ -259,3 +259,5 @@ def test_another_system_is_self_judged_when_its_model_is_the_judges(
     unnamed = _config(reg, world, {"kind": "counting"})
     backends = {"system": "system:counting", "judge": "ollama"}
     assert [c.is_self_judge(backends) for c in (same, other, unnamed)] == [True, False, False]
+    # the model its answers named counts as much as system.model
+    assert unnamed.is_self_judge(backends, judge) and not unnamed.is_self_judge(backends, "gpt-x")

@@ -110,3 +110,43 @@ def test_the_table_json_is_what_pandas_writes_for_mlflow() -> None:
     }
     expected = pd.DataFrame(table).to_json(orient="split", index=False, date_format="iso")
     assert table_json(table) == expected
+
+
+def test_another_systems_params_leave_out_ragexps_pipeline_and_unset_keys() -> None:
+    from ragexp.tracking.run import run_params
+
+    resolved = {
+        "system": {"kind": "python", "target": "my_rag:answer", "url": None, "options": {},
+                   "model": None, "headers": {}},
+        "generator": {"model": "smollm2:135m"},
+        "retriever": {"top_k": 4},
+        "prompt": {"name": "default"},
+        "judge": {"model": "qwen2.5:7b"},
+    }  # fmt: skip
+    assert run_params(resolved) == {
+        "system": {"kind": "python", "target": "my_rag:answer"},
+        "judge": {"model": "qwen2.5:7b"},
+    }
+    own = {**resolved, "system": {"kind": "ragexp"}}
+    assert run_params(own) == own  # ragexp's own pipeline logs all of it
+
+
+def test_the_model_another_system_reports_is_the_one_most_answers_name() -> None:
+    from ragexp.results.case import CaseResult, LLMCall, reported_model
+
+    def case(i: int, model: str, backend: str = "system:http") -> CaseResult:
+        call = LLMCall(role="generate", backend=backend, model=model, model_id=model, text="a",
+                       latency_s=0.1, start_ns=0)  # fmt: skip
+        return CaseResult(case_id=f"c{i}", question="q", generation=call)
+
+    cases = [case(1, "b-model"), case(2, "a-model"), case(3, "a-model"), case(4, "http")]
+    assert reported_model(cases, "http") == "a-model"
+    assert reported_model([case(1, "http")], "http") is None  # it named none: its kind stands in
+    assert reported_model([case(1, "smollm2", backend="embedded")], "ragexp") is None
+
+
+def test_every_url_in_the_params_has_its_password_redacted() -> None:
+    from ragexp.tracking.run import run_params
+
+    resolved = {"judge": {"base_url": "http://me:hunter2@judge:11434", "model": "m"}}
+    assert run_params(resolved)["judge"]["base_url"] == "http://me:***@judge:11434"

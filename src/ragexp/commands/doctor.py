@@ -8,7 +8,8 @@ import json
 from dataclasses import asdict
 
 from ragexp.config.hydra import register_resolvers
-from ragexp.doctor.checks import Check, gather
+from ragexp.doctor.checks import gather
+from ragexp.doctor.result import Check
 from ragexp.plugins.listing import metrics_help
 
 
@@ -16,7 +17,8 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragexp doctor",
         description="Check Python, the plugins, llama.cpp, each backend the config uses, the "
-        "MLflow store and the call cache; every problem with its fix.",
+        "system under test (system.url probed, system.target imported), the MLflow store and "
+        "the call cache; every problem with its fix.",
     )
     parser.add_argument("overrides", nargs="*", help="config overrides, as for a run (llm=ollama)")
     parser.add_argument("--json", action="store_true", help="the checks as JSON, for tools")

@@ -232,15 +232,16 @@ class RunConfig(StrictModel):
     def primary_metric(self) -> str:
         return primary_metric(self.metrics, self.compare.metric)
 
-    def is_self_judge(self, backends: Mapping[str, str]) -> bool:
+    def is_self_judge(self, backends: Mapping[str, str], system_model: str | None = None) -> bool:
         """The generator's own model judges its answers: the same model name on the same
         backend (``backends``: role -> the backend that ran it, after ``auto``). Decided here
         once; the run records it in ``job.json`` and the MLflow tag ``self_judge``. Another
-        system than ragexp's own is judged by its own model when ``system.model`` is the
-        judge's model. With ``judge.panel``: when one of its jurors is that model."""
+        system than ragexp's own is judged by its own model when ``system.model``, or the
+        model its answers named (``system_model``), is the judge's model. With
+        ``judge.panel``: when one of its jurors is that model."""
         judges = [j.model for j in self.judge.panel] or [self.judge.model]
         if self.system.kind != "ragexp":
-            return self.system.model is not None and self.system.model in judges
+            return any(m is not None and m in judges for m in (self.system.model, system_model))
         if self.judge.panel:
             return any(
                 (self.generator.model, backends.get("generator"))

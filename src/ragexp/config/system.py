@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from ragexp.config.llm import ENV_NAME_RE, KEY_GIVEN, StrictModel, check_known, looks_like_key
 from ragexp.config.options import check_options, dump_options
+from ragexp.config.secrets import redact_url
 from ragexp.errors import ConfigError
 
 SYSTEM_NEEDS = {"python": "target", "http": "url", "answers": "path"}
@@ -71,6 +72,13 @@ class SystemConfig(StrictModel):
     ``"attributes.status = 'OK'"`` or ``"tags.release = 'v2'"``."""
     max_results: int = Field(100, ge=1)
     """``mlflow_traces``: at most this many traces (MLflow's newest first)."""
+
+    def location(self) -> str | None:
+        """Where the system is, as tags, report.md and ``ragexp doctor`` show it:
+        ``system.target``, ``system.url`` (its secrets redacted) or ``system.path``."""
+        if self.url is not None:
+            return redact_url(self.url)
+        return self.target or (str(self.path) if self.path is not None else None)
 
     @field_validator("kind")
     @classmethod

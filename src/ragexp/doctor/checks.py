@@ -2,7 +2,9 @@
 
 Python and ragexp versions, the plugins, llama.cpp's build (what CPU features it was compiled to
 use, whether this CPU can run them) with a short probe of the bundled model, each backend the
-config uses (reachable or not, the models it serves), the MLflow store and the call cache.
+config uses (reachable or not, the models it serves), the system under test when it is not
+ragexp's own (`ragexp.doctor.system`: its service probed, its target imported), the MLflow store
+and the call cache.
 Every problem comes with the command that fixes it. Exit code 0 when all is well, 1 otherwise;
 ``--json`` for tools. Command-line overrides pick the config to check, as for a run:
 ``ragexp doctor llm=ollama``.
@@ -14,12 +16,13 @@ import asyncio
 import os
 import platform
 import sys
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ragexp.config.llm import LLMConfig
 from ragexp.config.schema import RunConfig
+from ragexp.doctor.result import Check
+from ragexp.doctor.system import system_check
 from ragexp.errors import RagexpError, first_line
 from ragexp.llm.cache import cache_info
 from ragexp.llm.embedded.build import VERSION as LLAMA_CPP_VERSION
@@ -31,17 +34,6 @@ from ragexp.tracking.store import check_store
 
 PROBE_PROMPT = "Name one animal that lives in a national park. Answer in three words."
 PROBE_TOKENS = 8
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the report."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    """What to run or change when ``ok`` is False."""
 
 
 def _fix(exc: Exception) -> str:
@@ -277,6 +269,8 @@ def gather(overrides: list[str]) -> list[Check]:
     except RagexpError as exc:
         return [*checks, Check("config", False, str(exc), fix=_fix(exc))]
     checks += asyncio.run(_llm_checks(config))
+    probed = system_check(config.system)
+    checks += [probed] if probed is not None else []
     checks.append(mlflow_check(config))
     checks.append(cache_check(config))
     return checks

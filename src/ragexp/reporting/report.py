@@ -49,9 +49,11 @@ def render_report(
     llm_calls: int,
     self_judge: bool,
     failed: str | None = None,
+    system_model: str | None = None,
 ) -> str:
-    """The run's report; ``failed`` (why the run counts as failed) leads it when given."""
-    lines = _settings(config, summary, backends, wall_s, llm_calls)
+    """The run's report; ``failed`` (why the run counts as failed) leads it when given;
+    ``system_model``: the model another system answered with (`reported_model`)."""
+    lines = _settings(config, summary, backends, wall_s, llm_calls, system_model)
     lines += _banners(summary, failed)
     for note in notes_for(config, backends, self_judge):
         lines += [f"> {note}", ""]
@@ -78,13 +80,14 @@ def _settings(
     backends: Mapping[str, str],
     wall_s: float,
     llm_calls: int,
+    system_model: str | None = None,
 ) -> list[str]:
     return [
         f"# ragexp report: {config.dataset.name}",
         "",
         "| setting | value |",
         "| --- | --- |",
-        *_under_test(config, backends),
+        *_under_test(config, backends, system_model),
         *_answers(summary),
         f"| cases | {summary.n_cases} ({summary.n_errors} failed){_interrupted(summary)} |",
         f"| wall time | {wall_s:.1f} s, {llm_calls} LLM calls made{_retried(summary)}"
@@ -100,18 +103,21 @@ def _answers(summary: Summary) -> list[str]:
     return [f"| answers | {text(answers_phrase(summary.answers), cell=True)} |"]
 
 
-def _under_test(config: RunConfig, backends: Mapping[str, str]) -> list[str]:
+def _under_test(
+    config: RunConfig, backends: Mapping[str, str], system_model: str | None = None
+) -> list[str]:
     """The rows of the system under test (ragexp's generator, retriever and prompt, or the
-    system's kind and where it is) and of the judge."""
+    system's kind, where it is, with its secrets redacted, and its model) and of the judge."""
     judge_backend = backends.get("judge", "not used")
     judge = f"| judge | {code(config.judge.name(), cell=True)} ({judge_backend}) |"
     system = config.system
     if system.kind != "ragexp":
-        where = system.target or system.url or system.path
+        where = system.location()
+        model = system_model or system.model
         options = ", ".join(f"{k}={v}" for k, v in system.options.items())
         return [
-            f"| system | {system.kind}" + (f" {code(str(where), cell=True)}" if where else "")
-            + (f", model {code(system.model, cell=True)}" if system.model else "") + " |",
+            f"| system | {system.kind}" + (f" {code(where, cell=True)}" if where else "")
+            + (f", model {code(model, cell=True)}" if model else "") + " |",
             *([f"| system options | {text(options, cell=True)} |"] if options else []),
             judge,
         ]  # fmt: skip

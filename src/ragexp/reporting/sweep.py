@@ -19,6 +19,7 @@ from ragexp.reporting.wording import (
     num,
     pct,
     too_few_cases,
+    unreached_line,
 )
 from ragexp.results.jobs import short_keys
 from ragexp.results.summary import MetricSummary
@@ -221,6 +222,7 @@ def to_json(summary: SweepSummary) -> dict[str, Any]:
         "judge_ranks_first": summary.judge_best,
         "judge_card": [card.model_dump() for card in sweep_card_models(summary)],
         "juries": [jury.model_dump() for jury in sweep_jury_models(summary)],
+        "warnings": [unreached_line(k, n) for k, n in summary.unreached.items()],
     }
 
 
@@ -298,8 +300,9 @@ def _method(summary: SweepSummary) -> list[str]:
 
 
 def _notes(summary: SweepSummary) -> list[str]:
-    """The plain-words reading: who is best, and whether anyone is distinguishable from it."""
-    notes = []
+    """The plain-words reading: whether a swept option reached the system, who is best, and
+    whether anyone is distinguishable from it."""
+    notes = [f"Warning: {unreached_line(k, n)}." for k, n in summary.unreached.items()]
     if summary.unmatched_baseline is not None:
         values = {k: sorted({r.job.swept.get(k, "") for r in summary.rows}) for k in summary.swept}
         notes.append(

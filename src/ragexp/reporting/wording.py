@@ -153,3 +153,11 @@ def over_cases(m: MetricSummary) -> str:
     """``over 39 cases, 1 failed``: what a mean covers, and the failed cases it leaves out."""
     cases = "case" if m.n == 1 else "cases"
     return f"over {m.n} {cases}, {m.failed} failed" if m.failed else f"over {m.n} {cases}"
+
+
+def unreached_line(key: str, n_jobs: int) -> str:
+    """The warning that a swept option probably never reached the system."""
+    return (
+        f"all {n_jobs} jobs over {key} gave identical answers on every case: the option "
+        "probably does not reach the system (a misspelled name?)"
+    )

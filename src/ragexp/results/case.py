@@ -161,3 +161,23 @@ class CaseResult(_Model):
         """Every LLM call behind this case: the generation, then each metric's judge calls."""
         calls = [self.generation] if self.generation else []
         return calls + [call for m in self.metrics.values() for call in m.calls]
+
+
+SYSTEM_BACKEND = "system:"
+"""How a generation that another system made (``system=http``, ...) names its backend."""
+
+
+def reported_model(cases: list[CaseResult], kind: str) -> str | None:
+    """The model another system than ragexp's own answered with: the one most of its answers
+    name (``SystemAnswer.model``), else ``system.model``; None when neither says (ragexp then
+    records the system's kind in its place)."""
+    named = [
+        c.generation.model
+        for c in cases
+        if c.generation is not None
+        and c.generation.backend.startswith(SYSTEM_BACKEND)
+        and c.generation.model != kind
+    ]
+    if not named:
+        return None
+    return max(dict.fromkeys(named), key=named.count)

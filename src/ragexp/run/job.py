@@ -30,7 +30,7 @@ from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
 from ragexp.reporting.terminal import label_lines, metric_failure_lines, summary_line
-from ragexp.results.case import CaseResult
+from ragexp.results.case import CaseResult, reported_model
 from ragexp.results.files import CaseLog, JobRecord, invocation_of, new_invocation, write_outputs
 from ragexp.results.summary import GateOutcome, MetricSource, Summary
 from ragexp.run.ci import write_for_ci
@@ -255,7 +255,8 @@ def conclude(
     """Summarise, write every output, log to MLflow; then raise `Interrupted`, `RunFailed` or
     `GateFailed` when the run ends so (every output is written first)."""
     config, interrupted = run.config, run.stop.is_set()
-    run.job.self_judge = config.is_self_judge(outcome.backends)
+    system_model = reported_model(outcome.cases, config.system.kind)
+    run.job.self_judge = config.is_self_judge(outcome.backends, system_model)
     summary = _summary(run, outcome, seen_warnings)
     failed = None if interrupted else run_failure(summary, config.run.max_error_rate)
     summary.gate = (
@@ -264,6 +265,7 @@ def conclude(
     report = render_report(
         config, summary, outcome.cases, backends=outcome.backends, wall_s=outcome.wall_s,
         llm_calls=outcome.llm_calls, self_judge=run.job.self_judge, failed=failed,
+        system_model=system_model,
     )  # fmt: skip
     resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(run.resolved))
     cards = [m.judge_card for m in summary.metrics.values() if m.judge_card is not None]
@@ -366,6 +368,8 @@ def _log(
         llm_calls=outcome.llm_calls,
         artifacts=artifacts,
         self_judge=bool(run.job.self_judge),
+        system=run.config.system.kind,
+        system_model=reported_model(outcome.cases, run.config.system.kind),
     )
     run_id = run.tracker.finish(
         record,
@@ -408,7 +412,7 @@ def _under_test(config: RunConfig) -> str:
             f"generator {config.generator.model}, judge {config.judge.name()}, top_k "
             f"{config.retriever.top_k}, prompt {config.prompt.name}"
         )
-    where = system.target or system.url or system.path
+    where = system.location()
     return (
         f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.name()}"
     )

@@ -1,6 +1,8 @@
 """Before a sweep's first job: every distinct server its jobs call, checked once (reachable, the
-models there), so a server that is down stops the sweep in one line instead of failing job after
-job. A single run checks its own servers as it starts (`ragexp.run.pipeline`)."""
+models there), and every ``system=python`` target's signature against the options its jobs give
+it, so a server that is down or an option the target cannot take stops the sweep in one line
+instead of failing job after job. A single run checks its own as it starts
+(`ragexp.run.pipeline`, `ragexp.systems.python`)."""
 
 from __future__ import annotations
 
@@ -41,8 +43,19 @@ def servers(
 def check_servers(configs: Sequence[RunConfig], registry: Registry) -> None:
     """Raise the first server's problem (`BackendUnavailable`, `ModelNotFound`: one line with
     the fix); each distinct server and model is checked once."""
+    check_systems(configs, registry)
     wanted = servers(configs, list(registry.backends.values()))
     asyncio.run(_check(wanted, registry))
+
+
+def check_systems(configs: Sequence[RunConfig], registry: Registry) -> None:
+    """Each system's own check of its jobs' configs (`SystemSpec.check`: ``system=python``'s
+    target against the options it is given); raises the first one's `ConfigError`."""
+    kinds = dict.fromkeys(config.system.kind for config in configs)
+    for kind in kinds:
+        check = registry.systems[kind].check
+        if check is not None:
+            check([config.system for config in configs if config.system.kind == kind])
 
 
 async def _check(

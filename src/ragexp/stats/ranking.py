@@ -83,6 +83,9 @@ class SweepSummary:
     """``compare.effect``: the difference worth detecting."""
     juries: list[SweepJuryLine] = field(default_factory=list)
     """Per metric a panel judged: the jury's line, shared by the jobs or one per job."""
+    unreached: dict[str, int] = field(default_factory=dict)
+    """Swept ``system.options.*`` keys whose jobs all gave identical answers, with how many jobs
+    (`ragexp.sweep.reach`): the option probably never reached the system."""
 
     @property
     def by_judge(self) -> bool:

@@ -5,6 +5,7 @@ MLflow run."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +19,29 @@ from ragexp.reporting.sweep import PLOT_FILE, render_markdown, render_note, rend
 from ragexp.reporting.sweep_jury import jury_terminal
 from ragexp.reporting.wording import num
 from ragexp.results.files import strict_json
-from ragexp.results.jobs import read_jobs, sweep_label
+from ragexp.results.jobs import JobResult, read_jobs, sweep_label
 from ragexp.run.labels import vocabularies
 from ragexp.stats.ranking import summarize_sweep
 from ragexp.sweep.link import SweepLink
 from ragexp.sweep.pairwise import PairwiseSweepRun, sweep_pairwise
 from ragexp.sweep.parent import close_parent
+from ragexp.sweep.reach import unreached_options
 
 SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
 
 
+FAILED_JOB = frozenset({"failed", "interrupted", "running"})
+"""How a job that did not finish ended (``running``: it died without a word): one such job
+ends the sweep's parent run FAILED."""
+
+
 def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, status: str) -> int:
-    """Summarise the sweep in ``sweep_dir``; returns the exit code the sweep deserves (1 when a
-    job failed, died or missed its gate)."""
+    """Summarise the sweep in ``sweep_dir`` (every job that finished is in it); returns the exit
+    code the sweep deserves: 1 when a job failed, died or missed its gate. The parent run ends
+    ``status`` (``KILLED``: the sweep was stopped), or FAILED when a job failed or died, or
+    when no job left a result (a job that only missed its gate leaves it FINISHED, as a run
+    under its gate)."""
     link = SweepLink.read(sweep_dir)
     swept = link.swept if link else []
     jobs = read_jobs(sweep_dir)
@@ -40,6 +50,7 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         jobs, settings.primary_metric(), swept, settings.compare.baseline, vocab,
         effect=settings.compare.effect,
     )  # fmt: skip
+    summary = replace(summary, unreached=unreached_options(jobs, swept))
     title = f"ragexp {sweep_label(swept)}" + (" (interrupted)" if status != "FINISHED" else "")
     plotted = plot_summary(summary, sweep_dir / PLOT_FILE)
     cost_plotted = plot_cost(summary, sweep_dir / COST_PLOT_FILE)
@@ -58,6 +69,10 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         print(line, file=sys.stderr)
     if pairwise is not None:
         print(pairwise_terminal(pairwise), file=sys.stderr)
+    failed = [row.job for row in summary.rows if row.job.status in FAILED_JOB]
+    if status == "FINISHED" and (failed or not summary.rows):
+        status = "FAILED"
+        print(failed_line(failed, len(summary.rows)), file=sys.stderr)
     if parent_run_id:
         tracking_uri = settings.tracking.uri()
         files = [sweep_dir / SUMMARY_MD, sweep_dir / SUMMARY_JSON]
@@ -77,6 +92,19 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         )
     unfinished = any(row.job.status != "finished" for row in summary.rows)
     return 1 if unfinished or not summary.rows else 0
+
+
+def failed_line(failed: list[JobResult], n_jobs: int) -> str:
+    """The line that says why the sweep ends FAILED: which jobs failed, and the first one's
+    error."""
+    if not failed:
+        return "ragexp: the sweep failed: no job left a result"
+    first = next((job for job in failed if job.error), failed[0])
+    why = f" ({first.label}: {first.error})" if first.error else ""
+    return (
+        f"ragexp: the sweep failed: {len(failed)} of {n_jobs} jobs failed{why}; the summary "
+        "covers the jobs that finished"
+    )
 
 
 def with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:

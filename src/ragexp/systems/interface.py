@@ -6,7 +6,7 @@ more through ``ragexp_register_systems``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -95,6 +95,9 @@ class SystemSpec:
     verdicts_to_traces: bool = False
     """The cases are MLflow traces (their ids the trace ids): the run writes each verdict back
     onto its case's trace as a feedback."""
+    check: Callable[[Sequence[SystemConfig]], None] | None = None
+    """Checks the system's configs of every job of a sweep before its first job (raises
+    `ragexp.errors.ConfigError`): ``python`` imports its target and reads its signature."""
 
 
 class NoOptions(BaseModel):

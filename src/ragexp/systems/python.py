@@ -8,11 +8,17 @@ working directory on ``sys.path``. The target is
   ``{"question": question, **system.options}``;
 - an object with ``aquery``/``query`` (a LlamaIndex query engine): given the question alone.
 
+A function's (or a class instance's ``__call__``) signature is read once: a ``system.options``
+key it has no parameter for (and no ``**kwargs``) is a `ConfigError` before any case, naming the
+option, the target and what it takes (`option_problem`). A runnable or a query engine gets its
+options in one mapping, so they are not checked.
+
 What it returns is read by `ragexp.systems.shapes`. When it raises, the case's error is the
 exception's first line, and its ``error_detail`` the traceback of the user's code
-(`user_traceback`). Its answers are cached under the target and
-the SHA-256 of its module's source (plus ``system.version`` and the options), so editing the
-module asks it again.
+(`user_traceback`). A call runs within ``system.timeout_s`` (a sync target in a daemon thread
+of its own, abandoned at the deadline), and ``sys.exit`` or KeyboardInterrupt inside it is that
+case's error. Its answers are reused only where `ragexp.run.system` allows, keyed besides by the
+target and the SHA-256 of its module's source, so editing that module asks it again.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import difflib
 import hashlib
 import importlib
 import inspect
@@ -27,7 +34,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +106,9 @@ class PythonSystem:
                 f"system.target: {self.target} is a {type(obj).__name__}, not a function, "
                 "class, runnable (invoke) or query engine (query)"
             )
+        problem = option_problem(obj, self.target, list(config.options))
+        if problem is not None:
+            raise ConfigError(problem)
         self.obj = obj
         self.source = source_sha256(self.target)
 
@@ -200,6 +210,82 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(shown.format()).rstrip("\n")
 
 
+RUNNABLE_METHODS = ("ainvoke", "invoke", "aquery", "query")
+"""What a LangChain runnable or a LlamaIndex query engine answers with: given its options in one
+mapping (or none), so their names are not checked against a signature."""
+_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def call_parameters(obj: Any) -> list[inspect.Parameter] | None:
+    """The parameters ragexp calls ``obj`` (a function, a class's instances, an object) with;
+    None when they cannot be told: a runnable or query engine, ``**kwargs``, no signature."""
+    if any(callable(getattr(obj, name, None)) for name in RUNNABLE_METHODS):
+        return None
+    try:
+        if inspect.isclass(obj):  # its instances are called: __call__ without self
+            params = list(inspect.signature(obj.__call__).parameters.values())[1:]
+        else:
+            params = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return params
+
+
+def option_problem(obj: Any, target: str, options: Collection[str]) -> str | None:
+    """The line saying which of ``options`` (``system.options`` keys) ``obj`` cannot accept as a
+    keyword, with what it does accept and the closest name; None when it accepts them all or
+    its parameters cannot be told (`call_parameters`)."""
+    params = call_parameters(obj) if options else None
+    if params is None:
+        return None
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    question = positional[0].name if positional else ""
+    passed = (question, "case_id")  # given by ragexp itself
+    accepted = [p.name for p in params if p.kind in _KEYWORD and p.name not in passed]
+    unknown = [name for name in options if name not in accepted]
+    if not unknown:
+        return None
+    name = unknown[0]
+    hint = difflib.get_close_matches(name, accepted, n=1)
+    takes = f"its options are {', '.join(accepted)}" if accepted else "it takes no option"
+    return (
+        f"system.options.{name}: {target} has no parameter '{name}' ({takes}; it is called as "
+        f"{target.rpartition(':')[2]}{describe_signature(obj)})"
+        + (f"; did you mean 'system.options.{hint[0]}'?" if hint else "; remove the option")
+    )
+
+
+def describe_signature(obj: Any) -> str:
+    """``obj``'s call signature as text, without annotations, e.g. ``(question, top_k=4)`` (""
+    when it has none)."""
+    try:
+        if inspect.isclass(obj):
+            params = list(inspect.signature(obj.__call__).parameters.values())[1:]
+        else:
+            params = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return ""
+    bare = [p.replace(annotation=inspect.Parameter.empty) for p in params]  # names and defaults
+    return str(inspect.Signature(bare))
+
+
+def describe_target(obj: Any) -> str:
+    """What ``obj`` is, as ``ragexp doctor`` says it: a function, a class, a runnable, a query
+    engine, with its call signature."""
+    if inspect.isclass(obj):
+        return f"a class, its instances called as {describe_signature(obj)}"
+    if _method(obj, "ainvoke", "invoke") is not None:
+        return f"a runnable ({type(obj).__name__}, given {{question, **options}})"
+    if _method(obj, "aquery", "query") is not None:
+        return f"a query engine ({type(obj).__name__}, given the question)"
+    kind = "an async function" if _is_async(obj) else "a function"
+    if not inspect.isfunction(obj) and not inspect.ismethod(obj):
+        kind = f"a callable {type(obj).__name__}"
+    return f"{kind} {describe_signature(obj)}"
+
+
 def _method(obj: Any, *names: str) -> Callable[..., Any] | None:
     for name in names:
         method: Callable[..., Any] | None = getattr(obj, name, None)
@@ -219,6 +305,20 @@ def _takes(obj: Any, name: str) -> bool:
         return name in inspect.signature(obj).parameters
     except (TypeError, ValueError):
         return False
+
+
+def check_jobs(configs: Sequence[SystemConfig]) -> None:
+    """Before a sweep's first job: each target (imported once, never built) takes every option
+    its jobs give it; raises `ConfigError` (`option_problem`) otherwise."""
+    wanted: dict[str, list[str]] = {}
+    for config in configs:
+        if config.target is not None:
+            names = wanted.setdefault(config.target, [])
+            names += [name for name in config.options if name not in names]
+    for target, options in wanted.items():
+        problem = option_problem(load_target(target), target, options)
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 def build(config: SystemConfig, context: SystemContext) -> PythonSystem:

@@ -23,8 +23,12 @@ SECRET_KEYS = frozenset(
 )  # fmt: skip
 """Keys whose values are secrets, matched exactly (case-insensitive): never by substring, so
 `max_tokens` stays readable. (``system.headers.Authorization`` and ``system.headers.X-API-Key``
-are among them.)"""
+are among them.) The same set as `ragexp.config.secrets.SECRET_KEYS`, which this module does
+not import: the tracking process loads none of ragexp's config."""
 REDACTED = "***"
+OWN_PIPELINE = ("generator", "retriever", "prompt")
+"""The config sections only ragexp's own pipeline (``system=ragexp``) uses: the run of another
+system logs none of them, as params or tags."""
 TABLE_FILE = "cases_table.json"
 TABLE_DECIMALS = 10
 """Decimals of a float in the per-case table, as pandas' ``to_json`` (MLflow's ``log_table``)."""
@@ -42,6 +46,11 @@ class RunRecord:
     artifacts: Sequence[Path]
     self_judge: bool
     """The run's generator judged its own answers (`RunConfig.is_self_judge`)."""
+    system: str = "ragexp"
+    """The kind of system under test (``system=...``)."""
+    system_model: str | None = None
+    """Another system's model: the one its answers named, else ``system.model``
+    (`ragexp.results.case.reported_model`)."""
 
 
 def flatten(
@@ -60,6 +69,31 @@ def flatten(
         else:
             flat[path] = _mask(str(value), secrets)
     return flat
+
+
+def run_params(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The config a run logs as params (before `flatten`), every URL in it redacted
+    (`ragexp.config.secrets.redact_urls`: a password, a ``?key=``): all of it for ragexp's own
+    pipeline; for another system, none of `OWN_PIPELINE` and none of the ``system.*`` keys left
+    unset."""
+    from ragexp.config.secrets import redact_urls  # in the run's process: the config is loaded
+
+    def redacted(tree: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            key: redacted(value)
+            if isinstance(value, Mapping)
+            else redact_urls(value)
+            if isinstance(value, str)
+            else value
+            for key, value in tree.items()
+        }
+
+    params = redacted(resolved)
+    system = params.get("system") or {}
+    if system.get("kind", "ragexp") == "ragexp":
+        return params
+    system = {key: value for key, value in system.items() if value not in (None, {})}
+    return {k: v for k, v in params.items() if k not in OWN_PIPELINE} | {"system": system}
 
 
 def env_secrets(tree: Mapping[str, Any]) -> list[str]:
@@ -173,8 +207,22 @@ def _jury_values(name: str, m: MetricSummary) -> dict[str, float]:
 
 
 def run_tags(config: RunConfig, *, dataset_hash: str, prompt_hash: str) -> dict[str, str]:
-    """The tags known before the run starts."""
+    """The tags known before the run starts: the system under test (ragexp's generator, prompt
+    and top_k, or another system's kind, where it is and its model), the judge, the dataset."""
+    system = config.system
+    if system.kind != "ragexp":
+        where = system.location()
+        secrets = env_secrets({"system": {"api_key_env": system.api_key_env}})
+        return {
+            "system": system.kind,
+            **({f"system.{_where_key(system)}": _mask(where, secrets)} if where else {}),
+            **({"system.model": system.model} if system.model else {}),
+            "judge": config.judge.model,
+            "dataset": config.dataset.name,
+            "dataset_hash": dataset_hash,
+        }
     return {
+        "system": system.kind,
         "generator": config.generator.model,
         "judge": config.judge.model,
         "dataset": config.dataset.name,
@@ -185,8 +233,21 @@ def run_tags(config: RunConfig, *, dataset_hash: str, prompt_hash: str) -> dict[
     }
 
 
+def _where_key(system: Any) -> str:
+    """The key `SystemConfig.location` reads: ``url``, ``target`` or ``path``."""
+    return "url" if system.url is not None else "target" if system.target else "path"
+
+
 def outcome_tags(record: RunRecord) -> dict[str, str]:
-    """The tags known once the backends answered: which ran, with which model identity."""
+    """The tags known once the backends answered: which ran, with which model identity (for
+    another system than ragexp's own: its model, when known, and no generator)."""
+    if record.system != "ragexp":
+        return {
+            "self_judge": str(record.self_judge).lower(),
+            **({"system.model": record.system_model} if record.system_model else {}),
+            "judge_backend": record.backends.get("judge", ""),
+            "judge_model_id": record.model_ids.get("judge", ""),
+        }
     return {
         "self_judge": str(record.self_judge).lower(),
         "generator_backend": record.backends.get("generator", ""),

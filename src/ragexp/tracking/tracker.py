@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact_urls
 from ragexp.errors import ConfigError
 from ragexp.results.case import CaseResult
 from ragexp.tracking import warm
 from ragexp.tracking.revise import Revision
-from ragexp.tracking.run import RunRecord, metric_values
+from ragexp.tracking.run import RunRecord, metric_values, run_params
 from ragexp.tracking.store import check_store
 from ragexp.tracking.traces import case_record
 from ragexp.tracking.writer import Begin, Finish, RunStatus, Target
@@ -47,9 +48,11 @@ class Tracker:
         run_name: str,
         on_failure: Callable[[], None] = lambda: None,
     ) -> None:
-        self._resolved = dict(resolved)
+        self._resolved = run_params(resolved)
         self._config = config
-        self._target = Target(config.tracking.uri(), config.tracking.experiment_name(), run_name)
+        self._target = Target(
+            config.tracking.uri(), config.tracking.experiment_name(), redact_urls(run_name)
+        )
         self._start_ms = int(time.time() * 1000)
         self._on_failure = on_failure
         self._finished = threading.Event()

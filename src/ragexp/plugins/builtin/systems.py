@@ -4,6 +4,8 @@ default), ``python`` (a callable), ``http`` (a service), ``answers`` (a file) an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ragexp.config.schema import RunConfig
 from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Dataset
@@ -21,6 +23,12 @@ def _python(config: SystemConfig, context: SystemContext) -> System:
     from ragexp.systems.python import build
 
     return build(config, context)
+
+
+def _python_check(configs: Sequence[SystemConfig]) -> None:
+    from ragexp.systems.python import check_jobs
+
+    check_jobs(configs)
 
 
 def _http(config: SystemConfig, context: SystemContext) -> System:
@@ -63,6 +71,7 @@ def ragexp_register_systems(register: RegisterSystem) -> None:
             "python",
             _python,
             description="a Python callable: system.target=module:attr (options as kwargs)",
+            check=_python_check,
         )
     )
     register(
