@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from ragexp.reporting.plot import error_bars, plot_cost, plot_summary
-from ragexp.reporting.sweep import render_markdown, render_note, render_terminal, to_json
+from ragexp.reporting.sweep import render_markdown, render_note, render_terminal
+from ragexp.reporting.sweep_json import to_json
 from ragexp.results import CaseResult, MetricResult
 from ragexp.results.files import strict_json
 from ragexp.results.jobs import JobResult, job_label

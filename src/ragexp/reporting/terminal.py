@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_terminal
 from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line, over_cases
 from ragexp.results.summary import Summary
@@ -62,3 +63,17 @@ def label_lines(summary: Summary) -> list[str]:
                 f"{c.ci_high:.3f}, {c.n_labels} labels) against the judge's {m.mean:.3f}"
             )
     return lines
+
+
+def under_test_line(config: RunConfig) -> str:
+    """What the run's first line says of the system under test and its judge."""
+    system = config.system
+    if system.kind == "ragexp":
+        return (
+            f"generator {config.generator.model}, judge {config.judge.name()}, top_k "
+            f"{config.retriever.top_k}, prompt {config.prompt.name}"
+        )
+    where = system.location()
+    return (
+        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.name()}"
+    )

@@ -29,9 +29,14 @@ from ragexp.metrics.scoring import metric_error_log
 from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
-from ragexp.reporting.terminal import label_lines, metric_failure_lines, summary_line
+from ragexp.reporting.terminal import (
+    label_lines,
+    metric_failure_lines,
+    summary_line,
+    under_test_line,
+)
 from ragexp.results.case import CaseResult, reported_model
-from ragexp.results.files import CaseLog, JobRecord, invocation_of, new_invocation, write_outputs
+from ragexp.results.files import CaseLog, JobRecord, new_invocation, write_outputs
 from ragexp.results.summary import GateOutcome, MetricSource, Summary
 from ragexp.run.ci import write_for_ci
 from ragexp.run.failure import run_failure
@@ -40,7 +45,7 @@ from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_la
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
 from ragexp.run.signals import collected_warnings, graceful_interrupt
-from ragexp.run.system import AnswerScope
+from ragexp.run.system import AnswerScope, answer_scope
 from ragexp.stats.dawid_skene import dawid_skene_verdicts
 from ragexp.stats.summarize import cost, summarize
 from ragexp.tracking.revise import Revision
@@ -140,7 +145,7 @@ def prepare(
     reg = registry_override or registry()
     config = validate_config(resolved, reg.known())
     job.judge = config.judge.model
-    scope = _answer_scope(config, job, run_dir)
+    scope = answer_scope(config, job, run_dir)
     job.write(run_dir)
     # Recorded as used: metric options with their defaults, the store the run logs to.
     resolved["metric_options"] = config.metric_options
@@ -158,7 +163,7 @@ def prepare(
     )
     warn_before_run(config, baseline, [case.id for case in dataset.cases])
     run_dir.mkdir(parents=True, exist_ok=True)
-    print(f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', {_under_test(config)}",
+    print(f"ragexp: {len(dataset.cases)} cases from '{dataset.name}', {under_test_line(config)}",
           file=sys.stderr)  # fmt: skip
     stop = threading.Event()
     tracker = (
@@ -184,28 +189,6 @@ def prepare(
         job, run_dir, config, resolved, reg, dataset, sources, tags, tracker, stop,
         CaseLog(run_dir), labels, baseline, scope=scope,
     )  # fmt: skip
-
-
-def _answer_scope(config: RunConfig, job: JobRecord, run_dir: Path) -> AnswerScope:
-    """Where this run may reuse the system's answers from: its own command, or with
-    ``run.resume`` the interrupted run's (whose id it then carries on)."""
-    resume = config.run.resume
-    if resume is not None:
-        invocation = invocation_of(Path(resume))
-        if invocation is None:
-            raise ConfigError(
-                f"run.resume={resume}: no ragexp run there (no job.json with its command's id); "
-                "give the dir of the interrupted run, e.g. run.resume=outputs/<date>/<time>"
-            )
-        job.invocation = invocation
-    return AnswerScope(job.invocation, _as_given(run_dir), resume)
-
-
-def _as_given(path: Path) -> str:
-    """``path`` relative to the working directory when under it (outputs/...), else whole."""
-    with contextlib.suppress(ValueError):
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    return str(path)
 
 
 def execute(run: Run) -> tuple[RunOutcome, list[int]]:
@@ -402,20 +385,6 @@ def _end_early(run: Run, status: RunStatus, wait_s: float) -> None:
             f"{status} by itself, within seconds",
             file=sys.stderr,
         )
-
-
-def _under_test(config: RunConfig) -> str:
-    """What the run's first line says of the system under test and its judge."""
-    system = config.system
-    if system.kind == "ragexp":
-        return (
-            f"generator {config.generator.model}, judge {config.judge.name()}, top_k "
-            f"{config.retriever.top_k}, prompt {config.prompt.name}"
-        )
-    where = system.location()
-    return (
-        f"system {system.kind}" + (f" {where}" if where else "") + f", judge {config.judge.name()}"
-    )
 
 
 def _kept(case_log: CaseLog) -> str:

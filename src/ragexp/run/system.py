@@ -21,15 +21,19 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragexp.config.options import dump_options
+from ragexp.config.schema import RunConfig
 from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case
+from ragexp.errors import ConfigError
 from ragexp.llm.cache import CallCache
 from ragexp.llm.interface import Completion
 from ragexp.llm.retry import slot
 from ragexp.results.case import LLMCall, RetrievedChunk
+from ragexp.results.files import JobRecord, invocation_of
 from ragexp.results.summary import AnswersInfo
 from ragexp.systems.interface import System, SystemAnswer, SystemSpec, cache_identity
 
@@ -208,3 +212,25 @@ def _from_cache(hit: Completion) -> tuple[SystemAnswer, str]:
         model=data.get("model"),
     )
     return answer, str(data.get("origin") or "an earlier run")
+
+
+def answer_scope(config: RunConfig, job: JobRecord, run_dir: Path) -> AnswerScope:
+    """Where this run may reuse the system's answers from: its own command, or with
+    ``run.resume`` the interrupted run's (whose id it then carries on)."""
+    resume = config.run.resume
+    if resume is not None:
+        invocation = invocation_of(Path(resume))
+        if invocation is None:
+            raise ConfigError(
+                f"run.resume={resume}: no ragexp run there (no job.json with its command's id); "
+                "give the dir of the interrupted run, e.g. run.resume=outputs/<date>/<time>"
+            )
+        job.invocation = invocation
+    return AnswerScope(job.invocation, _as_given(run_dir), resume)
+
+
+def _as_given(path: Path) -> str:
+    """``path`` relative to the working directory when under it (outputs/...), else whole."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)

@@ -15,7 +15,8 @@ from ragexp.reporting.card import CARD_FILE, cards_document, sweep_card_models
 from ragexp.reporting.pairwise import bias_line, sweep_json, sweep_markdown
 from ragexp.reporting.pairwise import verdict as pairwise_verdict
 from ragexp.reporting.plot import COST_PLOT_FILE, plot_cost, plot_summary
-from ragexp.reporting.sweep import PLOT_FILE, render_markdown, render_note, render_terminal, to_json
+from ragexp.reporting.sweep import PLOT_FILE, render_markdown, render_note, render_terminal
+from ragexp.reporting.sweep_json import to_json
 from ragexp.reporting.sweep_jury import jury_terminal
 from ragexp.reporting.wording import num
 from ragexp.results.files import strict_json
