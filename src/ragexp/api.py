@@ -45,6 +45,7 @@ from ragexp.llm.endpoint import Endpoint
 from ragexp.llm.interface import Backend, BackendSpec, Completion, Message
 from ragexp.metrics import Judge, Metric, ReadsMean, RegisterMetric, Sample, strip_reasoning
 from ragexp.results import (
+    AnswersInfo,
     AppliedLabel,
     CalibratedMean,
     CallCount,
@@ -77,6 +78,7 @@ from ragexp.systems.interface import System, SystemAnswer, SystemContext, System
 __version__ = _version("ragexp")
 
 __all__ = [
+    "AnswersInfo",
     "AppliedLabel",
     "Backend",
     "BackendError",

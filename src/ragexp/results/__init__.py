@@ -12,6 +12,7 @@ from ragexp.results.case import (
 )
 from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary, SweepJury
 from ragexp.results.summary import (
+    AnswersInfo,
     CalibratedMean,
     CallCount,
     ClaimAgreement,
@@ -28,6 +29,7 @@ from ragexp.results.summary import (
 )
 
 __all__ = [
+    "AnswersInfo",
     "AppliedLabel",
     "CalibratedMean",
     "CallCount",
