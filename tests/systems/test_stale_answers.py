@@ -7,9 +7,16 @@ on what ragexp can see would serve the baseline's answers); the unchanged app pa
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.cli_run import run_ragexp
@@ -150,3 +157,82 @@ def test_resume_reuses_the_answers_of_the_run_it_takes_up(app: Path) -> None:
         "ragexp: error: run.resume=nowhere: no ragexp run there (no job.json with its command's "
         "id); give the dir of the interrupted run, e.g. run.resume=outputs/<date>/<time>"
     )
+
+
+SERVICE = '''"""The same app behind HTTP: POST /ask {question} -> rag_chain.answer(question)."""
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, ".")
+from rag_chain import answer
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps(answer(body["question"])).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+'''
+
+
+@contextlib.contextmanager
+def _deployed(root: Path, port: int) -> Iterator[str]:
+    """The app's service on 127.0.0.1:``port``, as deployed from ``root`` now."""
+    (root / "service.py").write_text(SERVICE)
+    process = subprocess.Popen([sys.executable, "service.py", str(port)], cwd=root)
+    url = f"http://127.0.0.1:{port}/ask"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.post(url, json={"question": "What about topic0 0"}, timeout=2)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, "no service"
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_service_redeployed_degraded_on_the_same_url_fails_the_gate(app: Path) -> None:
+    port = _free_port()
+    common = [
+        "system=http", "dataset=custom", f"dataset.cases={app / 'cases.jsonl'}",
+        "metrics=[hit_rate]", f"cache.dir={app / 'cache'}",
+    ]  # fmt: skip
+    with _deployed(app, port) as url:
+        base = run_ragexp(*common, f"system.url={url}", "hydra.run.dir=http-base", cwd=app)
+    assert base.returncode == 0, base.stderr
+    _retriever(app, degraded=True)
+    try:
+        with _deployed(app, port) as same_url:  # redeployed: the same URL, new code behind it
+            gated = run_ragexp(
+                *common, f"system.url={same_url}", "hydra.run.dir=http-gated",
+                "gate.baseline=http-base", "gate.margin=0.1", cwd=app,
+            )  # fmt: skip
+    finally:
+        _retriever(app, degraded=False)
+    assert same_url == url
+    assert gated.returncode == 1, gated.stderr
+    assert "hit_rate against http-base: Δ -0.500" in gated.stderr
+    summary = json.loads((app / "http-gated" / "summary.json").read_text())
+    assert summary["answers"]["asked"] == 40
