@@ -84,7 +84,8 @@ def test_a_golden_set_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_bytes(b'{"id": "a", "question": "Caf\xe9?"}\n')
     message = one_line_error(run_ragexp(*data, "hydra.run.dir=outputs/run", cwd=tmp_path))
     assert message == (
-        f"{tmp_path / 'cases.jsonl'}:1: not UTF-8 text (byte 0xe9); re-save the file as UTF-8"
+        f"{tmp_path / 'cases.jsonl'}:1: not UTF-8 text (byte 0xe9 at offset 28); re-save the "
+        "file as UTF-8"
     )
 
 

@@ -111,7 +111,8 @@ def test_a_baseline_names_a_job_by_its_override_string() -> None:
 def test_a_baseline_that_matches_no_job_falls_back_to_the_best_and_says_so() -> None:
     from pathlib import Path
 
-    from ragexp.reporting.sweep import render_terminal, to_json
+    from ragexp.reporting.sweep import render_terminal
+    from ragexp.reporting.sweep_json import to_json
 
     jobs = planted.jobs(0, N_CASES)
     summary = summarize_sweep(jobs, "faithfulness", ["generator.model"], "generator.model=gen-x")
@@ -225,7 +226,8 @@ def test_a_job_that_failed_on_cases_is_ranked_and_tested_with_them_counted_zero(
     """gen-crash's mean over the 16 cases it answered (0.875) is above gen-steady's over all
     20 (0.75); with its 4 failures counted 0 it is 0.7: ranked second, and its test against
     gen-steady pairs those 4 cases with their failures scored 0."""
-    from ragexp.reporting.sweep import table, to_json
+    from ragexp.reporting.sweep import table
+    from ragexp.reporting.sweep_json import to_json
 
     steady = _job("gen-steady", ["YES"] * 15 + ["NO"] * 5)
     crash = _job("gen-crash", ["YES"] * 14 + ["NO"] * 2 + ["YES"] * 4)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.reporting.sweep import render_markdown, to_json
+from ragexp.reporting.sweep import render_markdown
+from ragexp.reporting.sweep_json import to_json
 from ragexp.results import AppliedLabel, CaseResult, JurorVerdict, MetricResult
 from ragexp.results.jobs import JobResult
 from ragexp.results.jury import JuryCard
