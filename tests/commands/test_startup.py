@@ -69,6 +69,7 @@ def test_help_lists_every_subcommand_without_importing_one(tmp_path: Path) -> No
         assert f"\n  {name} " in output, name
     assert loaded(modules, tuple(f"ragexp.commands.{name}" for name in SUBCOMMANDS)) == []
     assert loaded(modules, (*NOT_FOR_HELP, "numpy")) == []
+    assert "ragexp.api" not in modules  # `from ragexp import hookspecs` is that module alone
 
 
 @pytest.mark.parametrize(
