@@ -52,11 +52,13 @@ def loaded(modules: list[str], roots: tuple[str, ...]) -> list[str]:
     return [m for m in modules if any(m == r or m.startswith(r + ".") for r in roots)]
 
 
-def main_then_modules(args: tuple[str, ...], cwd: Path) -> tuple[str, list[str]]:
+def main_then_modules(
+    args: tuple[str, ...], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[str, list[str]]:
     """What ``python -m ragexp *args`` printed, and the modules its process held at the end."""
     result = subprocess.run(
         [sys.executable, "-c", _MAIN_THEN_MODULES, json.dumps(args)],
-        cwd=cwd, env=base_env(), capture_output=True, text=True, timeout=300,
+        cwd=cwd, env=base_env(env), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     output, _, last = result.stdout.rstrip().rpartition("\n")
@@ -83,6 +85,14 @@ def test_a_subcommand_imports_only_its_own_world(args: tuple[str, ...], tmp_path
     others = [f"ragexp.commands.{name}" for name in SUBCOMMANDS if name != args[0]]
     assert loaded(modules, tuple(others)) == []
     assert loaded(modules, NOT_FOR_HELP) == []
+
+
+def test_doctor_checks_the_servers_without_what_a_run_ends_with(ollama: OllamaRun) -> None:
+    output, modules = main_then_modules(
+        ("doctor", "llm=ollama", "tracking.enabled=false"), ollama.cwd, ollama.env
+    )
+    assert "ok  generator" in output and "all well" in output, output
+    assert loaded(modules, (*NOT_FOR_HELP, "numpy")) == []
 
 
 def test_a_tracked_run_reaches_its_first_case_without_mlflow(ollama: OllamaRun) -> None:
