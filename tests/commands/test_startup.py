@@ -16,7 +16,8 @@ from tests.cli_run import OllamaRun, base_env
 
 HEAVY = ("mlflow", "matplotlib", "statsmodels", "sklearn", "pandas")
 """Never before a command needs them; MLflow is the tracking process's, never the job's."""
-NOT_FOR_HELP = (*HEAVY, "scipy")
+NOT_FOR_HELP = (*HEAVY, "scipy", "httpx")
+"""Help talks to no server: not even the HTTP client."""
 SUBCOMMANDS = ("compare", "label", "generate", "plan", "plugins", "cache", "doctor")
 
 _MAIN_THEN_MODULES = """
@@ -92,7 +93,7 @@ def test_doctor_checks_the_servers_without_what_a_run_ends_with(ollama: OllamaRu
         ("doctor", "llm=ollama", "tracking.enabled=false"), ollama.cwd, ollama.env
     )
     assert "ok  generator" in output and "all well" in output, output
-    assert loaded(modules, (*NOT_FOR_HELP, "numpy")) == []
+    assert loaded(modules, (*HEAVY, "scipy", "numpy")) == []
 
 
 def test_a_tracked_run_reaches_its_first_case_without_mlflow(ollama: OllamaRun) -> None:
