@@ -31,3 +31,35 @@ def test_speed_benchmark_runs_and_its_call_counts_hold() -> None:
     assert re.search(r"ratio \d+\.\d+", lines["b)"])
     sizes = [line for line in figures if line.startswith("e)") and "peak RSS" in line]
     assert len(sizes) == 2 and "from 4 to 8 cases" in lines["e)"]
+
+
+def test_startup_benchmark_runs_and_finds_the_first_case() -> None:
+    """One repeat of every start-up figure; the run's first case is found by its progress line
+    (a changed line would leave that figure empty, and the benchmark silently without it)."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--repeats", "1", "--cases", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {
+        line.split(": wall")[0].strip(): line
+        for line in result.stdout.splitlines()
+        if ": wall " in line
+    }
+    assert sorted(rows) == sorted(
+        [
+            "python -c 'import hydra'",
+            "this: --help",
+            "this: doctor --help",
+            "this: plan --help",
+            "this: plan RUN",
+            "this: doctor (server backends, tracking off)",
+            "this: doctor (server backends, a store to check)",
+            "this: run, tracking on",
+        ]
+    )
+    assert re.search(r"/ import hydra, per repeat: \d+\.\d+", rows["this: --help"])
+    run = rows["this: run, tracking on"]
+    assert re.search(r"first chat request \d+\.\d+.*first case done \d+\.\d+", run), run

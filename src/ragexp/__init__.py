@@ -7,6 +7,7 @@ package.
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,7 +16,14 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """A public name (`ragexp.api`), imported on first use and kept."""
+    """A public name (`ragexp.api`), imported on first use and kept; a subpackage by its own import
+    (``from ragexp import hookspecs`` asks here first: it does not load the whole API)."""
+    if (
+        "." not in name
+        and not name.startswith("__")
+        and find_spec(f"{__name__}.{name}") is not None
+    ):
+        return import_module(f"{__name__}.{name}")
     api = import_module("ragexp.api")  # not `from ragexp import api`: that asks this function
     if name == "__all__" or name in api.__all__:
         value = getattr(api, name)

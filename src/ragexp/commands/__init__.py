@@ -5,27 +5,43 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
+from typing import Protocol, cast
 
-from ragexp.commands import cache, compare, doctor, generate, label, plan, plugins
 from ragexp.commands.argv import take_plugins_dir
 from ragexp.errors import RagexpError, fail
 
 
+class CommandModule(Protocol):
+    """What a subcommand's module holds: ``parser()`` and ``run(args)``, and ``parse(argv)``
+    when its arguments are not plainly read by ``parser`` (``ragexp label RUN``)."""
+
+    def parser(self) -> argparse.ArgumentParser: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: ``ragexp <name> ...``."""
+    """One subcommand: ``ragexp <name> ...``, its module imported only when it is the one run
+    (``--help`` lists the table without importing any)."""
 
     name: str
     summary: str
-    parser: Callable[[], argparse.ArgumentParser]
-    run: Callable[[argparse.Namespace], int]
-    parse: Callable[[list[str]], argparse.Namespace] | None = None
-    """How its arguments are read, when not plainly by ``parser`` (``ragexp label RUN``)."""
+    module: str
+    """The import path of its module (a `CommandModule`)."""
+
+    def load(self) -> CommandModule:
+        return cast(CommandModule, import_module(self.module))
 
     def parse_args(self, argv: list[str]) -> argparse.Namespace:
-        return self.parse(argv) if self.parse is not None else self.parser().parse_args(argv)
+        module = self.load()
+        parse = getattr(module, "parse", None)
+        return parse(argv) if parse is not None else module.parser().parse_args(argv)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return self.load().run(args)
 
 
 COMMANDS: dict[str, Command] = {
@@ -34,34 +50,27 @@ COMMANDS: dict[str, Command] = {
         Command(
             "compare",
             "is run B better than run A? (paired tests; --pairwise: the judge picks)",
-            compare.parser,
-            compare.run,
-            compare.parse,
+            "ragexp.commands.compare",
         ),
         Command(
             "label",
             "label answers (terminal, sheet, MLflow UI): grade the judge, correct the means",
-            label.parser,
-            label.run,
-            label.parse,
+            "ragexp.commands.label",
         ),
         Command(
             "generate",
             "a golden set from your documents: quotas per document, filtered, reported",
-            generate.parser,
-            generate.run,
-            generate.parse,
+            "ragexp.commands.generate",
         ),
-        Command("plan", "how many cases a comparison needs, from a pilot", plan.parser, plan.run),
+        Command("plan", "how many cases a comparison needs, from a pilot", "ragexp.commands.plan"),
         Command(
-            "plugins", "the loaded plugins and each metric's options", plugins.parser, plugins.run
+            "plugins", "the loaded plugins and each metric's options", "ragexp.commands.plugins"
         ),
-        Command("cache", "what the LLM-call cache holds; prune it", cache.parser, cache.run),
+        Command("cache", "what the LLM-call cache holds; prune it", "ragexp.commands.cache"),
         Command(
             "doctor",
             "one screen for a bug report: what works, what to fix",
-            doctor.parser,
-            doctor.run,
+            "ragexp.commands.doctor",
         ),
     )
 }

@@ -13,9 +13,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragexp.config.hydra import with_open_mappings
 from ragexp.errors import PluginError
-from ragexp.plugins.manager import DIR_ENV
 
 MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
 PLUGINS_DIR_FLAG = "--plugins-dir"
@@ -43,6 +41,8 @@ def take_plugins_dir(argv: Sequence[str]) -> list[str]:
                 f"{PLUGINS_DIR_FLAG} {value}: no such directory; give a folder of one-file "
                 "plugins (*.py)"
             )
+        from ragexp.plugins.manager import DIR_ENV  # the plugins themselves load later, if at all
+
         os.environ[DIR_ENV] = str(folder)
     return rest
 
@@ -53,6 +53,8 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     ``metric_options`` and ``gate`` are open mappings (keyed by metric), so their keys are added
     rather than overridden: ``metric_options.m.k=v`` becomes ``++metric_options.m.k=v``.
     """
+    from ragexp.config.hydra import with_open_mappings
+
     head, rest = list(argv[:1]), list(argv[1:])
     flags = [a for a in rest if a in MULTIRUN_FLAGS]
     rest = with_open_mappings(rest)

@@ -16,10 +16,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from ragexp.errors import BackendError, BackendUnavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 """Answers worth trying again: busy, rate-limited, or a server (or proxy) that failed this once."""

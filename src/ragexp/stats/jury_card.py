@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.stats import norm
 
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.stats import CONFIDENCE
@@ -141,6 +140,8 @@ def _worth(
         return "better", None
     if gain <= SMALL_GAIN or high < MATERIAL_GAIN:
         return "no better", None
+    from scipy.stats import norm
+
     z = z_value()  # the gain's interval is a CONFIDENCE one
     se = (high - low) / (2 * z)
     needed = n_labels * ((z + float(norm.ppf(POWER))) * se / gain) ** 2

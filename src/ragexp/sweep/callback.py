@@ -15,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.config.schema import SweepSettings
 from ragexp.errors import ConfigError, fail, first_line
 from ragexp.results.jobs import sweep_label
-from ragexp.sweep.finish import write_summary
 from ragexp.sweep.link import SweepLink, swept_keys
 from ragexp.sweep.parent import OPEN_WAIT_S, PARENT_FILE, open_parent, parent_run_id
 
@@ -73,6 +72,8 @@ class SweepCallback(Callback):
         sweep_dir, self._sweep_dir = self._sweep_dir, None
         if sweep_dir is None:
             return
+        from ragexp.sweep.finish import write_summary  # reporting and stats: the sweep's end only
+
         try:
             self._parent = self._parent_run(sweep_dir, status)
             code = write_summary(sweep_dir, self._settings, self._parent, status)

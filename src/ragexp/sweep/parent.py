@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragexp.errors import ConfigError
-from ragexp.stats.ranking import SweepSummary
 from ragexp.tracking import warm
 from ragexp.tracking.parent import ParentClose, ParentOpen, read_parent_file
 from ragexp.tracking.store import check_store
 from ragexp.tracking.writer import Target
+
+if TYPE_CHECKING:
+    from ragexp.stats.ranking import SweepSummary
 
 TABLE_FILE = "cases_by_job.json"
 NOTE_TAG = "mlflow.note.content"
