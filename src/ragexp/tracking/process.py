@@ -10,7 +10,9 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from queue import Empty
@@ -29,6 +31,9 @@ from ragexp.tracking.records import CaseRecord
 from ragexp.tracking.wal import close_connections
 from ragexp.tracking.writer import BATCH, Begin, Finish, Open, Preload, RunWriter, Stores, Target
 
+PARENT_GRACE_S = 20.0
+"""How long after its parent is gone the process may still be busy before the watch ends its
+run KILLED and the process with it (the main loop notices within 5 s when it is waiting)."""
 BATCH_WINDOW_S = 0.5
 """How long the cases that follow a finished case are gathered into its batch: on a fast
 server one case finishes every few milliseconds, and one transaction per case cost more than
@@ -46,6 +51,7 @@ def serve(inbox: Any, outbox: Connection) -> None:
     # Ctrl-C reaches the whole process group: the parent decides how the run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    watch_parent(_end_alone)
     stores = Stores()
     while True:
         message = _wait(inbox)
@@ -67,6 +73,7 @@ def _serve_run(inbox: Any, outbox: Connection, stores: Stores, target: Target) -
     """One run; False when the process must end (an error, or the parent is gone)."""
     try:
         writer = RunWriter(target, stores.get(target.uri, target.experiment))
+        _CURRENT[:] = [writer]
         _tell(outbox, "connected", stores.opens)
         first = _wait(inbox)
         if isinstance(first, Begin):  # its sweep's parent run named (waited for here)
@@ -90,6 +97,7 @@ def _serve_run(inbox: Any, outbox: Connection, stores: Stores, target: Target) -
         )
         with contextlib.suppress(Exception):
             writer.end_run(end.status)
+    _CURRENT.clear()
     _tell(outbox, "finished", writer.run_id, warning)
     return not end.gone
 
@@ -130,6 +138,50 @@ def _config_error(exc: Exception, uri: str) -> ConfigError:
 def _tell(outbox: Connection, *message: Any) -> None:
     with contextlib.suppress(OSError):  # a parent killed outright hears nothing
         outbox.send(message)
+
+
+_CURRENT: list[RunWriter] = []
+"""The run being written, for `_end_alone`."""
+
+
+def watch_parent(
+    on_gone: Callable[[], None],
+    *,
+    poll_s: float = 2.0,
+    grace_s: float = PARENT_GRACE_S,
+    parent_pid: Callable[[], int] = os.getppid,
+) -> threading.Thread:
+    """A daemon thread that calls ``on_gone`` once the process that started this one has been
+    gone for ``grace_s`` (this process then has another parent). The main loop ends a run
+    KILLED by itself within seconds when it is waiting for a message; this is for when it is
+    not: blocked in a write, or on a pipe nobody reads."""
+    parent = parent_pid()
+
+    def watch() -> None:
+        gone_since: float | None = None
+        while True:
+            time.sleep(poll_s)
+            if parent_pid() == parent:
+                continue
+            gone_since = gone_since if gone_since is not None else time.monotonic()
+            if time.monotonic() - gone_since >= grace_s:
+                on_gone()
+                return
+
+    thread = threading.Thread(target=watch, name="ragexp-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def _end_alone() -> None:
+    """The parent is long gone and the main loop did not end: end the run KILLED, then the
+    process."""
+    for writer in list(_CURRENT):
+        with contextlib.suppress(Exception):
+            if writer.run_id:
+                writer.client.set_tag(writer.run_id, "ragexp.status", "interrupted")
+                writer.end_run("KILLED")
+    _exit()
 
 
 def _exit() -> None:
