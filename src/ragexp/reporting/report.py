@@ -18,6 +18,7 @@ from ragexp.reporting.wording import (
     noise_line,
     num,
     over_cases,
+    parse_failures_cell,
     self_judge_note,
     tiny_judge_note,
 )
@@ -168,7 +169,7 @@ def scores_markdown(summary: Summary) -> list[str]:
         n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
         lines.append(
             f"| {name} | {mean} | {ci} | {n} | {m.failed} | {clusters_cell(m)} | {labels} | "
-            f"{m.parse_failures} | {m.errors} |"
+            f"{parse_failures_cell(m)} | {m.errors} |"
         )
     counts = {name: m.n for name, m in summary.metrics.items()}
     if len(set(counts.values())) > 1 or any(n < summary.n_cases for n in counts.values()):

@@ -42,6 +42,26 @@ def metric_failure_lines(summary: Summary, log: Path | None) -> list[str]:
     ]
 
 
+def ambiguous_lines(summary: Summary) -> list[str]:
+    """A warning per metric whose judge named several labels (an echoed menu) in a fifth of its
+    replies or more: those are no verdicts, and a judge that does it that often is not
+    following its prompt."""
+    lines = []
+    for name, m in summary.metrics.items():
+        replies = m.n + m.n_unscored
+        if replies and m.ambiguous / replies >= AMBIGUOUS_WARN:
+            lines.append(
+                f"ragexp: warning: {name}: the judge named several labels (its label menu copied "
+                f"back) in {m.ambiguous} of {replies} replies ({m.ambiguous / replies:.0%}); "
+                "they are no verdicts and score as unreadable. A larger judge follows the format"
+            )
+    return lines
+
+
+AMBIGUOUS_WARN = 0.2
+"""The share of ambiguous replies from which a run warns about its judge."""
+
+
 def label_lines(summary: Summary) -> list[str]:
     """What the human labels matched, and each judge card's verdict with the corrected mean."""
     if summary.labels is None:

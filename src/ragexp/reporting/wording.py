@@ -161,3 +161,8 @@ def unreached_line(key: str, n_jobs: int) -> str:
         f"all {n_jobs} jobs over {key} gave identical answers on every case: the option "
         "probably does not reach the system (a misspelled name?)"
     )
+
+
+def parse_failures_cell(m: MetricSummary) -> str:
+    """``12`` or ``12 (12 ambiguous)``: replies with no verdict, and of them the echoed menus."""
+    return f"{m.parse_failures}" + (f" ({m.ambiguous} ambiguous)" if m.ambiguous else "")

@@ -112,6 +112,9 @@ class MetricResult(_Model):
     """The judge's raw text, when a judge was asked."""
     parse_ok: bool = True
     """False when the judge's text held no valid label (the metric's fallback was used)."""
+    ambiguous: bool = False
+    """The judge's text named several labels (e.g. the label menu copied back): no verdict,
+    scored by the metric's fallback and counted with the parse failures."""
     error: str | None = None
     """Why the metric failed on this case; the run went on."""
     metric_version: str = ""

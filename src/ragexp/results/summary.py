@@ -179,7 +179,10 @@ class MetricSummary(BaseModel):
     """Cases the metric could not score (score None, no error), excluded from the mean."""
     label_counts: dict[str, int]
     parse_failures: int
-    """Judge replies with no valid label, scored by the metric's fallback."""
+    """Judge replies with no valid label, scored by the metric's fallback (ambiguous ones
+    included)."""
+    ambiguous: int = 0
+    """Of those, the replies that named several labels (an echoed label menu)."""
     errors: int
     """Cases on which the metric failed (raised, or returned no valid result)."""
     failed: int = 0

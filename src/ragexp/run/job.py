@@ -30,6 +30,7 @@ from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
 from ragexp.reporting.terminal import (
+    ambiguous_lines,
     label_lines,
     metric_failure_lines,
     summary_line,
@@ -271,7 +272,7 @@ def conclude(
             ),
             file=sys.stderr,
         )
-        for line in metric_failure_lines(summary, metric_error_log()):
+        for line in metric_failure_lines(summary, metric_error_log()) + ambiguous_lines(summary):
             print(line, file=sys.stderr)
         for line in label_lines(summary):
             print(line, file=sys.stderr)

@@ -66,6 +66,7 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         n_unscored=sum(1 for r in results if r.score is None and r.error is None),
         label_counts=dict(sorted(labels.items())),
         parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
+        ambiguous=sum(1 for r in results if r.ambiguous and r.error is None),
         errors=sum(1 for r in results if r.error is not None),
         failed=sum(1 for c in cases if outcome(c, name) == "failed"),
         first_error=next((r.error for r in results if r.error is not None), None),

@@ -158,7 +158,8 @@ def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
     """One metric's MLflow metrics: mean and interval, counts, judge noise, the corrected mean
     and the judge card's kappa and leniency (with human labels), label rates."""
     values: dict[str, float] = {
-        f"{name}/n": m.n, f"{name}/parse_failures": m.parse_failures, f"{name}/errors": m.errors,
+        f"{name}/n": m.n, f"{name}/parse_failures": m.parse_failures,
+        f"{name}/ambiguous": m.ambiguous, f"{name}/errors": m.errors,
     }  # fmt: skip
     if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
         values.update({f"{name}/mean": m.mean, f"{name}/ci_low": m.ci_low})

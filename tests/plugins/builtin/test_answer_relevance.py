@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from ragexp.metrics import Metric, Sample
+from ragexp.metrics.replies import read_grade
 from ragexp.plugins.builtin.answer_relevance import PROMPT, AnswerRelevance, parse_grade
 from ragexp.results import MetricResult, RetrievedChunk
 from tests.fake_judge import FakeJudge
@@ -26,11 +27,27 @@ from tests.fake_judge import FakeJudge
         ("<think>maybe 1, maybe 2</think>5", 5),
         ("<THINK>\n1\n2\n</THINK>\n3", 3),
         ("10 is too high, so 4", 4),
-        ("5th grade? no: 2", 5),  # only digits bound a grade, so "5th" counts as 5
+        ("5th grade? no: 2", 2),  # "5th" is a word, not a grade
+        ("Score (1 to 5): 4", 4),  # the scale is not a grade
+        ("4/5 - mostly answers it", 4),
     ],
 )
 def test_parse_grade(raw: str, grade: int) -> None:
     assert parse_grade(raw) == grade
+
+
+@pytest.mark.parametrize(
+    ("raw", "first"),
+    [
+        ("1, 2, 3, 4, or 5", 1),  # the scale copied back
+        ("A single digit from 1 to 5: 3 or 4", 1),  # first_match reads the scale's 1
+        ("maybe 2, maybe 3", 2),
+    ],
+)
+def test_a_reply_naming_several_grades_is_ambiguous(raw: str, first: int) -> None:
+    assert parse_grade(raw) is None
+    assert read_grade(raw).ambiguous
+    assert parse_grade(raw, "first_match") == first
 
 
 @pytest.mark.parametrize(

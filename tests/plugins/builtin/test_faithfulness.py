@@ -48,9 +48,7 @@ def test_prompt_is_the_harness_prompt_word_for_word() -> None:
         ("The answer is YES", "YES"),
         ("  \n**YES**\n", "YES"),
         ("Label: partial - one claim is unsupported", "PARTIAL"),
-        ("NO, not YES", "NO"),
-        ("YES or NO", "YES"),
-        ("PARTIAL, maybe NO", "PARTIAL"),
+        ("YES. There is no unsupported claim.", "YES"),  # a lower-case "no" is prose
         ("<think>the answer is NO</think>YES", "YES"),
         ("<think>\nNO?\nPARTIAL?\nhmm, all claims match\n</think>\n\nYES", "YES"),
         ("<THINK>NO</THINK> yes", "YES"),
@@ -58,8 +56,28 @@ def test_prompt_is_the_harness_prompt_word_for_word() -> None:
         ("<think>a</think>NO<think>YES</think>", "NO"),
     ],
 )
-def test_parse_finds_the_first_label(raw: str, label: str) -> None:
-    assert parse_faithfulness(raw) == (label, True)
+def test_parse_finds_the_one_label(raw: str, label: str) -> None:
+    assert parse_faithfulness(raw) == (label, True, False)
+    assert parse_faithfulness(raw, "first_match") == (label, True, False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "first"),
+    [
+        ("YES, PARTIAL, or NO", "YES"),  # the label menu copied back
+        ("The answer is YES, PARTIAL, or NO", "YES"),
+        ("Yes, partial or no", "YES"),  # every label, in any case
+        ("NO, not YES", "NO"),
+        ("YES or NO", "YES"),
+        ("PARTIAL, maybe NO", "PARTIAL"),
+        ("<think>NO</think>YES/PARTIAL/NO", "YES"),
+    ],
+)
+def test_a_reply_naming_several_labels_is_ambiguous_and_scores_no(raw: str, first: str) -> None:
+    """A judge that recites its menu has followed nothing: no YES for it (the harness's own
+    first-match reading, kept as an option, would read the first label)."""
+    assert parse_faithfulness(raw) == ("NO", False, True)
+    assert parse_faithfulness(raw, "first_match") == (first, True, False)
 
 
 @pytest.mark.parametrize(
@@ -78,12 +96,12 @@ def test_parse_finds_the_first_label(raw: str, label: str) -> None:
     ],
 )
 def test_parse_failure_is_no(raw: str) -> None:
-    assert parse_faithfulness(raw) == ("NO", False)
+    assert parse_faithfulness(raw) == ("NO", False, False)
 
 
 def test_word_boundary_then_real_label() -> None:
-    assert parse_faithfulness("NOTHING suggests otherwise: YES") == ("YES", True)
-    assert parse_faithfulness("YESTERDAY's answer was NO") == ("NO", True)
+    assert parse_faithfulness("NOTHING suggests otherwise: YES") == ("YES", True, False)
+    assert parse_faithfulness("YESTERDAY's answer was NO") == ("NO", True, False)
 
 
 # -- the metric ---------------------------------------------------------------------------
@@ -177,4 +195,4 @@ def test_parse_failure_scores_zero() -> None:
 
 
 def test_closing_think_tag_without_opening_ends_the_reasoning() -> None:
-    assert parse_faithfulness("the claim is NO good... </think>\nYES") == ("YES", True)
+    assert parse_faithfulness("the claim is NO good... </think>\nYES") == ("YES", True, False)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ragexp.hookspecs import hookimpl
-from ragexp.metrics.interface import Judge, RegisterMetric, Sample, strip_reasoning
+from ragexp.metrics.interface import Judge, RegisterMetric, Sample
+from ragexp.metrics.replies import Parse, ParseOptions, parse_of, read_grade
 from ragexp.results.case import MetricResult
 
 PROMPT = """You are evaluating whether an ANSWER addresses the QUESTION that was asked.
@@ -32,31 +32,35 @@ Reply with a single digit from 1 to 5. No explanation."""
 GRADES = {str(grade): (grade - 1) / 4 for grade in range(1, 6)}
 """The grades 1-5, normalised to [0, 1] for means (the raw grade is the label)."""
 
-GRADE_RE = re.compile(r"(?<!\d)([1-5])(?!\d)")
 
-
-def parse_grade(raw: str) -> int | None:
-    """The first standalone digit 1-5 outside a think block, or None."""
-    match = GRADE_RE.search(strip_reasoning(raw))
-    return int(match.group(1)) if match else None
+def parse_grade(raw: str, parse: Parse = "strict") -> int | None:
+    """The one grade 1-5 outside a think block, or None: none, or several (ambiguous: the
+    scale copied back; `ragexp.metrics.replies.read_grade`)."""
+    grade = read_grade(raw, parse).label
+    return int(grade) if grade is not None else None
 
 
 class AnswerRelevance:
     name = "answer_relevance"
-    version = "1"
+    version = "2"
+    """2: a reply that names several grades is ambiguous, no longer its first grade."""
     needs_judge = True
     label_scores = GRADES
+    Options = ParseOptions
 
     async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+        self, sample: Sample, judge: Judge | None, options: ParseOptions | Mapping[str, Any]
     ) -> MetricResult:
         assert judge is not None
         raw = await judge(PROMPT.format(question=sample.question, answer=sample.answer))
-        grade = parse_grade(raw)
-        if grade is None:
-            # No grade found: scored as the lowest grade and counted as a parse failure,
+        reading = read_grade(raw, parse_of(options))
+        if reading.label is None:
+            # No grade, or several: scored as the lowest grade and counted as a parse failure,
             # as faithfulness does, so a judge that ignores the format earns nothing.
-            return MetricResult(score=0.0, label=None, raw=raw, parse_ok=False)
+            return MetricResult(
+                score=0.0, label=None, raw=raw, parse_ok=False, ambiguous=reading.ambiguous
+            )
+        grade = int(reading.label)
         return MetricResult(score=GRADES[str(grade)], label=str(grade), raw=raw, parse_ok=True)
 
 

@@ -1,19 +1,22 @@
 """Faithfulness: is every claim of the answer supported by the retrieved chunks?
 
-The prompt and parser are the original harness's, word for word (judge.ts): the judge replies
-YES, PARTIAL or NO; the first of those words in its reply wins; no match scores NO, because a judge
-that does not follow the format should not earn points. A ``<think>`` block is removed first.
+The prompt is the original harness's, word for word (judge.ts): the judge replies YES, PARTIAL
+or NO; no label scores NO, because a judge that does not follow the format should not earn points.
+A reply that names several labels (``YES, PARTIAL, or NO``: the menu copied back) has followed
+nothing either: it is ambiguous and scores NO too (`ragexp.metrics.replies`); the harness's own
+reading, the first label wins, is ``metric_options.faithfulness.parse=first_match``. A
+``<think>`` block is removed first.
 Its mean is read with the original harness's bands (`Faithfulness.reading`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ragexp.hookspecs import hookimpl
-from ragexp.metrics.interface import Judge, Metric, RegisterMetric, Sample, strip_reasoning
+from ragexp.metrics.interface import Judge, Metric, RegisterMetric, Sample
+from ragexp.metrics.replies import Parse, ParseOptions, parse_of, read_word
 from ragexp.results.case import MetricResult
 
 PROMPT = """You are a strict evaluator. Your job is to decide whether an ANSWER is supported
@@ -32,16 +35,16 @@ Decide which one of these three labels best applies:
 
 Reply with EXACTLY one word, in uppercase: YES, PARTIAL, or NO. No explanation."""
 
-LABEL_RE = re.compile(r"\b(YES|PARTIAL|NO)\b", re.IGNORECASE)
 SCORES = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
 
 
-def parse_faithfulness(raw: str) -> tuple[str, bool]:
-    """(label, parse_ok): the first YES/PARTIAL/NO outside a think block, else ("NO", False)."""
-    match = LABEL_RE.search(strip_reasoning(raw))
-    if match is None:
-        return "NO", False
-    return match.group(1).upper(), True
+def parse_faithfulness(raw: str, parse: Parse = "strict") -> tuple[str, bool, bool]:
+    """(label, parse_ok, ambiguous): the one YES/PARTIAL/NO outside a think block, else
+    ("NO", False, ...): no label, or several (`ragexp.metrics.replies.read_word`)."""
+    reading = read_word(raw, tuple(SCORES), parse)
+    if reading.label is None:
+        return "NO", False, reading.ambiguous
+    return reading.label, True, False
 
 
 FAITHFULNESS_BANDS = (
@@ -77,18 +80,22 @@ def faithfulness_line(mean: float, low: float | None, high: float | None, n: int
 
 class Faithfulness:
     name = "faithfulness"
-    version = "1"
+    version = "2"
+    """2: a reply that names several labels is ambiguous, no longer its first label."""
     needs_judge = True
     label_scores = SCORES
+    Options = ParseOptions
 
     async def score(
-        self, sample: Sample, judge: Judge | None, options: Mapping[str, Any]
+        self, sample: Sample, judge: Judge | None, options: ParseOptions | Mapping[str, Any]
     ) -> MetricResult:
         assert judge is not None
         context = "\n\n".join(c.text for c in sample.contexts)
         raw = await judge(PROMPT.format(context=context, answer=sample.answer))
-        label, ok = parse_faithfulness(raw)
-        return MetricResult(score=SCORES[label], label=label, raw=raw, parse_ok=ok)
+        label, ok, ambiguous = parse_faithfulness(raw, parse_of(options))
+        return MetricResult(
+            score=SCORES[label], label=label, raw=raw, parse_ok=ok, ambiguous=ambiguous
+        )
 
     def reading(self, mean: float, ci_low: float | None, ci_high: float | None, n: int) -> str:
         """The original harness's reading of the mean (`faithfulness_line`)."""
