@@ -420,7 +420,10 @@ def test_listing_shows_each_metric_s_options(tmp_path: Path) -> None:
         "        two options: max_words (int, default 100): answer longer than this scores 0\n"
         "                     strict (bool, default false)\n"
     ) in listing
-    assert "    metrics: faithfulness\n    hooks:" in listing  # no options: nothing more
+    assert "    metrics: hit_rate, mrr, context_recall\n    hooks:" in listing  # no options
+    assert (
+        '        faithfulness options: parse (strict | first_match, default "strict"): ' in listing
+    )
     [entry] = [p for p in json.loads(plugins_json(reg)) if p["name"] == "x"]
     assert entry["options"] == {
         "two": [

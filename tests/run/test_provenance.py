@@ -52,7 +52,7 @@ def test_sources_name_the_plugin_distribution_and_versions() -> None:
         "plugin": "ragexp.plugins.builtin.faithfulness",
         "distribution": "ragexp",
         "distribution_version": version("ragexp"),
-        "metric_version": "1",
+        "metric_version": "2",
         "options": {},
     }
     assert source_tags({"extra_metric": sources["extra_metric"]}) == {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -65,12 +66,21 @@ def option_infos(model: type[BaseModel]) -> list[OptionInfo]:
     return [
         OptionInfo(
             name,
-            spec.annotation.__name__ if isinstance(spec.annotation, type) else str(spec.annotation),
+            _type_name(spec.annotation),
             spec.get_default(call_default_factory=True),
             spec.description,
         )
         for name, spec in model.model_fields.items()
     ]
+
+
+def _type_name(annotation: Any) -> str:
+    """``int``; a Literal as its choices, ``strict | first_match``; else as Python writes it."""
+    if isinstance(annotation, type):
+        return annotation.__name__
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(str(choice) for choice in typing.get_args(annotation))
+    return str(annotation)
 
 
 def describe_options(model: type[BaseModel]) -> str:
