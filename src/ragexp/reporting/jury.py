@@ -36,13 +36,13 @@ def jury_verdict(numbers: JuryNumbers) -> str:
         )
     if numbers.worth == "undecided":
         return (
-            f"not shown better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
+            f"not shown better than {code(numbers.best_juror)} alone ({numbers.gain:+.2f}, "
             f"{low:+.2f}–{high:+.2f}, n = {numbers.n_labels}; {votes}): about "
-            f"{numbers.labels_to_tell} labels would tell; until then `{numbers.best_juror}` "
+            f"{numbers.labels_to_tell} labels would tell; until then {code(numbers.best_juror)} "
             f"alone saves {_calls(numbers.saved_calls)} calls per case"
         )
     return (
-        f"no better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
+        f"no better than {code(numbers.best_juror)} alone ({numbers.gain:+.2f}, "
         f"{low:+.2f}–{high:+.2f}; {votes}): use it and save "
         f"{_calls(numbers.saved_calls)} calls per case"
     )
