@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -422,3 +423,31 @@ def test_the_judge_card_and_the_jury_render_no_live_model_label_or_setting() -> 
     section = "\n".join(jury_markdown(summary))
     assert "Worth it?" in section
     assert_inert(section, [juror, LIVE[7]])
+
+
+def test_the_sweeps_mlflow_description_as_a_real_store_keeps_it_holds_nothing_live(
+    tmp_path: Path,
+) -> None:
+    from ragexp.reporting.sweep import render_note
+    from ragexp.results.jobs import job_label
+    from ragexp.stats.ranking import summarize_sweep
+    from ragexp.sweep.parent import NOTE_TAG, parent_end
+    from ragexp.tracking.parent import ParentOpen, close_parent_run, open_parent_run
+    from ragexp.tracking.writer import Stores, Target
+    from tests.sweep import planted
+
+    values = [LIVE[2], LIVE[3], BREAKOUT]
+    jobs = [
+        replace(job, swept={"system.url": value}, label=job_label({"system.url": value}))
+        for job, value in zip(planted.jobs(0, 40), values, strict=True)
+    ]
+    summary = summarize_sweep(jobs, "faithfulness", ["system.url"])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Stores().get(uri, "sweep")
+    target = Target(uri, "sweep", "ragexp system.url")
+    run_id = open_parent_run(store, ParentOpen(target, {}, str(tmp_path / "parent.json")))
+    title = f"ragexp {LIVE[0]}"
+    close_parent_run(store, parent_end(run_id, summary, note=render_note(summary, title)))
+    description = store.client.get_run(run_id).data.tags[NOTE_TAG]
+    assert description == render_note(summary, title)
+    assert_inert(description, [*values, title])

@@ -112,7 +112,7 @@ def failed_line(failed: list[JobResult], n_jobs: int) -> str:
 def with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:
     """summary.md with the pairwise section, and summary.json's ``pairwise`` object."""
     if run.result is None:
-        section = f"\n## Pairwise\n\n{text(run.note)}\n"  # its error's words: outside text
+        section = f"\n## Pairwise\n\n{text(run.note or '')}\n"  # its error's words: outside text
         return markdown + section, {"judge": run.judge, "note": run.note}
     judge, made, cached = run.judge, run.calls_made, run.calls_cached
     return (
