@@ -3,7 +3,7 @@ a sweep's summary.md, the MLflow artifact) and as terminal lines."""
 
 from __future__ import annotations
 
-from ragexp.reporting.markdown import code
+from ragexp.reporting.markdown import code, text
 from ragexp.reporting.wording import num, pct
 from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency
 from ragexp.stats.agreement import judge_of
@@ -27,7 +27,7 @@ def verdict_line(card: CardNumbers) -> str:
     if card.verdict == "favours" and card.bias is not None:
         b = card.bias
         return (
-            f"favours `{b.favoured}`'s answers over `{b.over}`'s by {b.difference:+.2f} "
+            f"favours {code(b.favoured)}'s answers over {code(b.over)}'s by {b.difference:+.2f} "
             f"(p = {b.p_holm:.3f}): rank with the corrected means"
         )
     if card.verdict in ("lenient", "harsh") and card.leniency is not None:
@@ -93,7 +93,7 @@ def _interval(low: float | None, high: float | None, *, signed: bool = True) -> 
 def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
     """The card as a markdown section."""
     lines = [
-        f"{level} Judge `{card.judge}` on {card.metric}: {card.verdict}",
+        f"{level} Judge {code(card.judge)} on {card.metric}: {card.verdict}",
         "",
         "| | |",
         "| --- | --- |",
@@ -114,10 +114,14 @@ def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
         lines.append(f"| claim by claim | {claims_row(card.claims)} |")
     if card.labels and card.confusion:
         lines += ["", "Labels (rows: the judge, columns: people):", ""]
-        lines.append("| judge \\ people | " + " | ".join(card.labels) + " |")
+        lines.append(
+            "| judge \\ people | " + " | ".join(text(h, cell=True) for h in card.labels) + " |"
+        )
         lines.append("|" + " --- |" * (len(card.labels) + 1))
         lines += [
-            f"| {judge} | " + " | ".join(str(card.confusion[judge][h]) for h in card.labels) + " |"
+            f"| {text(judge, cell=True)} | "
+            + " | ".join(str(card.confusion[judge][h]) for h in card.labels)
+            + " |"
             for judge in card.labels
             if judge in card.confusion
         ]

@@ -29,6 +29,7 @@ def jury_verdict(numbers: JuryNumbers) -> str:
             f"(n = {numbers.n_labels})"
         )
     low, high = numbers.gain_ci
+    best = code(str(numbers.best_juror))  # a model's name: outside text
     if numbers.worth == "better":
         return (
             f"{votes} and agrees with people better than its best juror by "
@@ -36,13 +37,13 @@ def jury_verdict(numbers: JuryNumbers) -> str:
         )
     if numbers.worth == "undecided":
         return (
-            f"not shown better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
+            f"not shown better than {best} alone ({numbers.gain:+.2f}, "
             f"{low:+.2f}–{high:+.2f}, n = {numbers.n_labels}; {votes}): about "
-            f"{numbers.labels_to_tell} labels would tell; until then `{numbers.best_juror}` "
+            f"{numbers.labels_to_tell} labels would tell; until then {best} "
             f"alone saves {_calls(numbers.saved_calls)} calls per case"
         )
     return (
-        f"no better than `{numbers.best_juror}` alone ({numbers.gain:+.2f}, "
+        f"no better than {best} alone ({numbers.gain:+.2f}, "
         f"{low:+.2f}–{high:+.2f}; {votes}): use it and save "
         f"{_calls(numbers.saved_calls)} calls per case"
     )

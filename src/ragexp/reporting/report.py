@@ -84,7 +84,7 @@ def _settings(
     system_model: str | None = None,
 ) -> list[str]:
     return [
-        f"# ragexp report: {config.dataset.name}",
+        f"# ragexp report: {text(config.dataset.name)}",
         "",
         "| setting | value |",
         "| --- | --- |",
@@ -126,9 +126,9 @@ def _under_test(
         f"| generator | {code(config.generator.model, cell=True)} "
         f"({backends.get('generator', '?')}) |",
         judge,
-        f"| retriever | {config.retriever.kind}, top_k={config.retriever.top_k}, "
-        f"chunks of {config.retriever.chunk_size} words |",
-        f"| prompt | {config.prompt.name} |",
+        f"| retriever | {text(config.retriever.kind, cell=True)}, "
+        f"top_k={config.retriever.top_k}, chunks of {config.retriever.chunk_size} words |",
+        f"| prompt | {text(config.prompt.name, cell=True)} |",
     ]
 
 
@@ -222,9 +222,9 @@ def judge_cards(summary: Summary) -> list[str]:
         "",
         "## The judge against people",
         "",
-        f"Labels from `{info.source}`: {info.applied} of {info.n_read} matched an answer of this "
-        f"run" + (f"; {info.stale} are stale (their answer is not in this run)." if info.stale
-                  else "."),
+        f"Labels from {code(info.source)}: {info.applied} of {info.n_read} matched an answer "
+        f"of this run" + (f"; {info.stale} are stale (their answer is not in this run)."
+                          if info.stale else "."),
         "",
     ]  # fmt: skip
     for m in summary.metrics.values():
@@ -244,8 +244,8 @@ def _sources(summary: Summary) -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     return lines + [
-        f"| {name} | {s.metric_version} | {s.origin()} "
-        f"(plugin `{s.plugin}`) | {_options(s.options)} |"
+        f"| {name} | {text(s.metric_version, cell=True)} | {text(s.origin(), cell=True)} "
+        f"(plugin {code(s.plugin, cell=True)}) | {_options(s.options)} |"
         for name, s in summary.sources.items()
     ]
 
@@ -277,7 +277,7 @@ def _case_section(case: CaseResult) -> list[str]:
 
 
 def _options(options: Mapping[str, object]) -> str:
-    return ", ".join(f"`{key}={value}`" for key, value in options.items()) or "–"
+    return ", ".join(code(f"{key}={value}", cell=True) for key, value in options.items()) or "–"
 
 
 def _interrupted(summary: Summary) -> str:

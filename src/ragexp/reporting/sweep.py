@@ -88,15 +88,15 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
     """``summary.md``: the method, the ranked table, the plain-words reading, the plots, then
     judge noise, judge agreement, cost, the judge against people, ranking stability, and jobs."""
     rows = table(summary)
-    lines = [f"# {title}", "", *(f"{line}" for line in _method(summary)), ""]
-    lines.append("| " + " | ".join(rows[0]) + " |")
+    lines = [f"# {text(title)}", "", *(f"{line}" for line in _method(summary)), ""]
+    lines.append(_markdown_row(rows[0]))
     lines.append("|" + " --- |" * len(rows[0]))
-    lines += [_markdown_row(r, len(summary.swept)) for r in rows[1:]]
+    lines += [_markdown_row(r) for r in rows[1:]]
     lines += ["", *map(text, _notes(summary))]  # they name jobs by their swept values
     if plot:
-        lines += ["", f"![{summary.primary} by setting]({PLOT_FILE})"]
+        lines += ["", f"![{text(summary.primary)} by setting]({PLOT_FILE})"]
     if cost_plot:
-        lines += ["", f"![{summary.primary} against cost]({COST_PLOT_FILE})"]
+        lines += ["", f"![{text(summary.primary)} against cost]({COST_PLOT_FILE})"]
     lines += _noise_section(summary) + _agreement_section(summary) + cost_section(summary)
     cards = sweep_card_models(summary)
     if cards:
@@ -112,20 +112,17 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
         ]
     lines += ["", "## Jobs", ""]
     lines += [
-        f"- {code(row.job.label)}: {row.job.dir}"
+        f"- {code(row.job.label)}: {code(str(row.job.dir))}"
         + (f" (MLflow run {row.job.mlflow_run_id})" if row.job.mlflow_run_id else "")
         for row in summary.rows
     ]
     return "\n".join(lines) + "\n"
 
 
-def _markdown_row(row: list[str], n_swept: int) -> str:
-    """A row of `table` in Markdown: its swept values (after the rank) are text from outside."""
-    cells = [
-        text(c, cell=True) if 1 <= i <= n_swept else c.replace("|", "\\|")
-        for i, c in enumerate(row)
-    ]
-    return "| " + " | ".join(cells) + " |"
+def _markdown_row(row: list[str]) -> str:
+    """A row of `table` in Markdown: every cell as text, for the swept keys and values, and the
+    jobs the front column names by them, are text from outside."""
+    return "| " + " | ".join(text(c, cell=True) for c in row) + " |"
 
 
 def _noise_section(summary: SweepSummary) -> list[str]:
@@ -183,7 +180,7 @@ def render_note(summary: SweepSummary, title: str) -> str:
     """The summary as the parent MLflow run's description: lists rather than tables (the UI
     draws markdown tables without cell borders), the plot and full tables left to the
     artifacts."""
-    lines = [f"### {title}", ""]
+    lines = [f"### {text(title)}", ""]
     for row in summary.rows:
         values = " · ".join(f"{_mean_ci(row, name)} {name}" for name in _metrics(summary)[:2])
         delta = f", Δ {_delta(row)}, p (Holm) {_p(row.p_adjusted)}" if row.test else ""
@@ -202,7 +199,7 @@ def render_note(summary: SweepSummary, title: str) -> str:
 
 
 def _method(summary: SweepSummary) -> list[str]:
-    versus = f"the baseline (`{summary.baseline}`)" if summary.baseline else "the best job"
+    versus = f"the baseline ({code(summary.baseline)})" if summary.baseline else "the best job"
     within = " under the same judge (scores of different judges are not compared)" if (
         summary.by_judge
     ) else ""  # fmt: skip

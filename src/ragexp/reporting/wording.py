@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ragexp.reporting.markdown import code
 from ragexp.results.summary import AnswersInfo, MetricSummary, NoiseSummary, Summary
 from ragexp.stats import ALPHA
 from ragexp.stats.evidence import FEW_CLUSTERS, MIN_UNITS, Evidence, smallest_p
@@ -23,7 +24,7 @@ SELF_JUDGE_LIST = "self-judge (the generator judges its own answers; lenient)"
 def self_judge_note(judge_model: str) -> str:
     """report.md's note on a run whose generator judges its own answers."""
     return (
-        f"**Self-judge:** `{judge_model}` judges its own answers. Models are lenient with "
+        f"**Self-judge:** {code(judge_model)} judges its own answers. Models are lenient with "
         "their own output, so absolute scores run high; compare runs that share this "
         "judge, or use a stronger judge (e.g. `judge.model=qwen2.5:7b`)."
     )
@@ -32,7 +33,7 @@ def self_judge_note(judge_model: str) -> str:
 def tiny_judge_note(judge_model: str) -> str:
     """report.md's note on a run judged by the bundled embedded model."""
     return (
-        f"**Tiny judge:** the judge is the embedded `{judge_model}` model, which runs the "
+        f"**Tiny judge:** the judge is the embedded {code(judge_model)} model, which runs the "
         "pipeline offline but is a poor judge. Treat these scores as a smoke test, not a "
         "decision; point `judge.model` at a real model on Ollama for decisions."
     )

@@ -12,6 +12,7 @@ from typing import Any
 from ragexp.config.schema import SweepSettings
 from ragexp.plugins.manager import registry
 from ragexp.reporting.card import CARD_FILE, cards_document, sweep_card_models
+from ragexp.reporting.markdown import text
 from ragexp.reporting.pairwise import bias_line, sweep_json, sweep_markdown
 from ragexp.reporting.pairwise import verdict as pairwise_verdict
 from ragexp.reporting.plot import COST_PLOT_FILE, plot_cost, plot_summary
@@ -111,7 +112,8 @@ def failed_line(failed: list[JobResult], n_jobs: int) -> str:
 def with_pairwise(markdown: str, run: PairwiseSweepRun) -> tuple[str, dict[str, Any]]:
     """summary.md with the pairwise section, and summary.json's ``pairwise`` object."""
     if run.result is None:
-        return markdown + f"\n## Pairwise\n\n{run.note}\n", {"judge": run.judge, "note": run.note}
+        section = f"\n## Pairwise\n\n{text(run.note or '')}\n"  # its error's words: outside text
+        return markdown + section, {"judge": run.judge, "note": run.note}
     judge, made, cached = run.judge, run.calls_made, run.calls_cached
     return (
         markdown + sweep_markdown(run.result, judge=judge, calls_made=made, calls_cached=cached),
