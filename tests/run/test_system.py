@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ragexp.config.system import SystemConfig
+from ragexp.data.dataset import Case
 from ragexp.results.case import RetrievedChunk
 from ragexp.run.system import bound
 from ragexp.systems.interface import SystemAnswer
@@ -179,3 +180,52 @@ def test_a_systems_answer_is_kept_byte_for_byte_whitespace_included(tmp_path: Pa
     cases = [json.loads(line) for line in (world / "run/cases.jsonl").read_text().splitlines()]
     assert {c["case_id"]: c["answer"] for c in cases} == said
     assert all(c["cut"] is None for c in cases)
+
+
+class TalkativeSystem:
+    """Answers every case with 30 characters; counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def answer(self, case: Case, options: object) -> SystemAnswer:
+        self.calls += 1
+        return SystemAnswer(answer="x" * 30)
+
+    def cache_identity(self, case: Case, options: object) -> dict[str, str]:
+        return {"system": "talkative"}
+
+
+def test_a_cut_answer_reused_from_the_cache_is_still_said_to_be_cut(tmp_path: Path) -> None:
+    import asyncio
+
+    import pytest
+
+    from ragexp.errors import RagexpWarning
+    from ragexp.llm.cache import CallCache
+    from ragexp.run.system import AnswerScope, SystemRun
+    from ragexp.systems.interface import SystemSpec
+
+    system = TalkativeSystem()
+    config = SystemConfig(kind="python", target="m:f", max_answer_chars=20)
+    spec = SystemSpec("python", lambda c, x: system)
+    scope = AnswerScope("invocation-1", "outputs/first")
+    case = Case(id="c1", question="When?")
+
+    async def twice() -> list[SystemAnswer]:
+        cache = CallCache(tmp_path / "cache")
+        try:
+            first = SystemRun.of(system, spec, config, cache, scope)
+            second = SystemRun.of(system, spec, config, cache, scope)
+            return [(await run.ask(case))[0] for run in (first, second)]
+        finally:
+            cache.close()
+
+    asked, reused = asyncio.run(twice())
+    assert system.calls == 1
+    note = "answer cut at 20 of 30 characters (system.max_answer_chars)"
+    assert (asked.answer, asked.cut) == (reused.answer, reused.cut) == ("x" * 20, note)
+    run = SystemRun.of(system, spec, config, None, scope)
+    asyncio.run(run.ask(case))
+    with pytest.warns(RagexpWarning, match=r"^system: 1 answer\(s\) cut at 20 characters "):
+        run.answers()
