@@ -158,6 +158,44 @@ def test_a_server_that_stops_answering_leaves_the_pool_and_every_call_is_answere
     assert endpoint.out_of_pool() == [b_url]
 
 
+def _dead_url() -> str:
+    """A loopback URL nobody listens on: a port bound, then closed."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_a_server_down_when_the_run_starts_leaves_the_pool_with_one_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.ollama_server import FakeOllama
+
+    dead = _dead_url()
+    with FakeOllama() as live:
+        endpoint, done = asyncio.run(_pool_calls(_pool_config(dead, live.url), 8))
+        assert len(live.requests_to("/api/chat")) == 8
+    assert len(done) == 8 and all(c.text for c in done)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"ragexp: warning: judge.base_url {dead} does not answer (")
+    assert warnings[0].endswith("taken out of the pool, 1 server(s) left")
+    assert endpoint.out_of_pool() == [dead]
+
+
+def test_a_pool_with_no_server_answering_fails_as_one_server_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ragexp.errors import BackendUnavailable
+
+    first, second = _dead_url(), _dead_url()
+    with pytest.raises(BackendUnavailable, match=f"could not connect to {second}"):
+        asyncio.run(_pool_calls(_pool_config(first, second), 1))
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_the_cache_key_does_not_depend_on_the_server_that_answered(tmp_path: Path) -> None:
     from tests.ollama_server import FakeOllama
 
@@ -239,6 +277,39 @@ def test_a_run_whose_judge_server_dies_midway_finishes_with_every_case_scored(
         json.loads(line) for line in (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
     ]
     assert len(cases) == 24  # the demo's cases, every one
+    for case in cases:
+        assert case["error"] is None
+        assert all(m["error"] is None and m["score"] is not None for m in case["metrics"].values())
+
+
+def test_a_run_whose_judge_server_is_down_from_the_start_finishes_on_the_other(
+    tmp_path: Path,
+) -> None:
+    """The real command: a judge pool of a live loopback server and a dead URL."""
+    import json
+
+    from tests.cli_run import OLLAMA_MODELS, run_ragexp
+    from tests.ollama_server import FakeOllama
+
+    dead = _dead_url()
+    with FakeOllama(OLLAMA_MODELS) as live:
+        result = run_ragexp(
+            "llm=ollama", "tracking.enabled=false", "hydra.run.dir=outputs/run",
+            f"generator.base_url={live.url}", f"judge.base_url=[{dead},{live.url}]",
+            "judge.max_attempts=2", "judge.retry_backoff_s=0.01",
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert [w for w in warnings if dead in w] == [
+        f"ragexp: warning: judge.base_url {dead} does not answer (could not connect to {dead} "
+        "(ConnectError); gave up after 2 attempts; start it with `ollama serve`, or set "
+        "OLLAMA_HOST / base_url); taken out of the pool, 1 server(s) left"
+    ]
+    lines = (tmp_path / "outputs/run/cases.jsonl").read_text().splitlines()
+    cases = [json.loads(line) for line in lines]
+    assert len(cases) == 24  # the demo's cases, every one, judged by the live server
     for case in cases:
         assert case["error"] is None
         assert all(m["error"] is None and m["score"] is not None for m in case["metrics"].values())

@@ -129,3 +129,50 @@ def test_an_error_that_is_null_is_no_error() -> None:
     body = b'{"answer": "fine", "error": null}'
     with hostile(lambda sock: sock.sendall(_head(len(body)) + body)) as (url, _):
         assert _ask(url, timeout_s=5) == {"answer": "fine", "error": None}
+
+
+def _ndjson(sock: socket.socket) -> None:
+    body = b'{"answer": "The park"}\n{"answer": " opens at 6 am."}\n'
+    head = _head(len(body)).replace(b"application/json", b"application/x-ndjson")
+    sock.sendall(head + body)
+
+
+def test_a_stream_to_a_client_that_takes_none_is_one_line_asked_once() -> None:
+    """Only Ollama's client reads NDJSON (its streams end with a ``done`` chunk); a system's
+    service that streams is told to return one JSON object, not called a dropped connection."""
+    with hostile(_ndjson) as (url, seen):
+
+        async def go() -> Any:
+            client = JSONClient(url, timeout_s=5, start_hint="", policy=RetryPolicy(4, 0))
+            try:
+                return await client.request("POST", "/ask", {})
+            finally:
+                await client.aclose()
+
+        with pytest.raises(BackendError) as info:
+            asyncio.run(go())
+    assert str(info.value) == (
+        f"{url}/ask answered application/x-ndjson (a stream); return one JSON object "
+        "(Content-Type: application/json)"
+    )
+    assert len(seen) == 1  # permanent: the same request would stream again
+
+
+def test_a_system_service_that_streams_fails_its_case_in_one_line() -> None:
+    from ragexp.config.system import SystemConfig
+    from ragexp.data.dataset import Case
+    from ragexp.systems.http import HTTPSystem
+
+    with hostile(_ndjson) as (url, seen):
+
+        async def go() -> Any:
+            system = HTTPSystem(SystemConfig(kind="http", url=f"{url}/ask", timeout_s=5))
+            try:
+                return await system.answer(Case(id="c1", question="When?"), {})
+            finally:
+                await system.aclose()
+
+        with pytest.raises(BackendError, match=r"\(a stream\); return one JSON object") as info:
+            asyncio.run(go())
+    assert "dropped the connection" not in str(info.value)
+    assert len(seen) == 1

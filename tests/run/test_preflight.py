@@ -184,3 +184,37 @@ def test_another_systems_jobs_bring_no_generator_or_embedder_to_check() -> None:
     checked = servers([validate_config(raw, reg.known())], list(reg.backends.values()))
     assert list(checked) == [("ollama", "http://127.0.0.1:2")]
     assert [path for path, _ in checked[("ollama", "http://127.0.0.1:2")].values()] == ["judge"]
+
+
+def test_a_sweep_whose_judge_pool_has_a_server_down_runs_on_the_other(
+    tmp_path: Path, two_servers: tuple[FakeOllama, FakeOllama]
+) -> None:
+    """A pool is down only when none of its servers answers: the sweep's check lets a dead
+    member pass, each job takes it out of its pool with one warning line."""
+    gen, judge = two_servers
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = ragexp(
+        tmp_path, *split(gen.url, f"[{dead},{judge.url}]", "hydra.sweep.dir=sweep", "-m",
+                         "retriever.top_k=3,5"),
+        OLLAMA_HOST=f"http://127.0.0.1:{free_port()}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["0", "1"]
+    taken_out = [line for line in result.stderr.splitlines() if "taken out of the pool" in line]
+    assert len(taken_out) == 2, result.stderr  # one per job
+    assert all(line.startswith(f"ragexp: warning: judge.base_url {dead} does not answer")
+               for line in taken_out)  # fmt: skip
+
+
+def test_a_sweep_whose_judge_pool_has_no_server_up_stops_in_one_line(
+    tmp_path: Path, two_servers: tuple[FakeOllama, FakeOllama]
+) -> None:
+    gen, _ = two_servers
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+    result = ragexp(
+        tmp_path, *split(gen.url, f"[{dead[0]},{dead[1]}]", "-m", "retriever.top_k=3,5"),
+        OLLAMA_HOST=f"http://127.0.0.1:{free_port()}",
+    )  # fmt: skip
+    line = assert_stopped_in_one_line(result, tmp_path)
+    assert "could not connect to http://127.0.0.1:" in line, line

@@ -54,6 +54,14 @@ class SystemConfig(StrictModel):
     """``http``: the whole of one request, from connecting to the reply's last byte."""
     max_reply_bytes: int = Field(16_000_000, ge=1024)
     """``http``: the largest reply (decompressed) taken; a larger one is that case's error."""
+    max_answer_chars: int = Field(100_000, ge=1)
+    """The most of an answer kept (characters): a longer one is cut there, and its case says so
+    (``cut``). Not ``system=ragexp``, whose generator's ``max_tokens`` bounds its answers."""
+    max_contexts: int = Field(50, ge=1)
+    """The most contexts of an answer kept (the first ones); the case says how many were
+    dropped."""
+    max_context_chars: int = Field(20_000, ge=1)
+    """The most of each context kept (characters); the case says how many were cut."""
     concurrency: int = Field(4, ge=1)
     model: str | None = None
     """The model behind the system, when known: for the self-judge check."""

@@ -4,9 +4,9 @@ flight shared per server; the `EndpointPool` builds them and checks them before 
 
 A pool sends each call to the server with the fewest calls in flight (ties: the fewest made), each
 server with its own bound; a server that cannot be reached (`BackendUnavailable`, after its
-retries) is taken out with one warning line and the call goes to the next; the last one left
-fails as a single server does. The cache key holds the model's identity, never the server: the
-servers must serve the same build, checked at preflight.
+retries), at preflight or mid-run, is taken out with one warning line and the call goes to the
+next; the last one left fails as a single server does. The cache key holds the model's identity,
+never the server: the servers must serve the same build, checked at preflight.
 
 With the cache on, a call already in flight is not sent again: a second identical call (the
 same key, e.g. the claim extractor's step that every juror of a panel asks) waits for the first
@@ -75,6 +75,19 @@ class Endpoint:
         """The servers taken out of the pool: they stopped answering."""
         return [server.url for server in self._servers if server.out]
 
+    def _take_out(self, server: Server, why: str | None) -> None:
+        """``server`` out of the pool, said in one warning line (``why`` None: said already,
+        for another endpoint on the same server)."""
+        server.out = True
+        if why is None:
+            return
+        left = sum(1 for s in self._servers if not s.out)
+        print(
+            f"ragexp: warning: {self.path or 'llm'}.base_url {server.url} {why}; taken out of "
+            f"the pool, {left} server(s) left",
+            file=sys.stderr,
+        )
+
     async def _on_a_server(self, call: Callable[[Backend], Awaitable[T]]) -> T:
         """``call`` on the server with the fewest calls in flight; again on the next one if it
         cannot be reached and others are left."""
@@ -92,12 +105,7 @@ class Endpoint:
                     continue
                 if sum(1 for s in self._servers if not s.out) == 1:
                     raise  # the last one fails as a single server does
-                server.out = True
-                print(
-                    f"ragexp: warning: {self.path or 'llm'}.base_url {server.url} stopped "
-                    f"answering ({exc}); taken out of the pool, {len(left) - 1} server(s) left",
-                    file=sys.stderr,
-                )
+                self._take_out(server, f"stopped answering ({exc})")
             finally:
                 server.in_flight -= 1
 
@@ -253,19 +261,36 @@ class EndpointPool:
 
     async def preflight(self) -> None:
         """Check every endpoint before any case runs; raises the first problem found (for a
-        pool: servers that serve different builds of its model, one line)."""
+        pool: servers that serve different builds of its model, one line). A server of a pool
+        that cannot be reached is taken out of it with one warning line, as when it stops
+        answering mid-run; the pool fails only when none of its servers answers."""
+        down: dict[tuple[str, str], BackendUnavailable] = {}
+        """(backend, URL) -> why it could not be reached: asked once, whatever its endpoints."""
         for endpoint in self._endpoints.values():
-            ids = [await server.backend.preflight() for server in endpoint._servers]
-            if len(set(ids)) > 1:
-                served = ", ".join(
-                    f"{s.url} has {i}" for s, i in zip(endpoint._servers, ids, strict=True)
-                )
+            ids: dict[str, str] = {}
+            gone: list[tuple[Server, str | None]] = []
+            for server in endpoint._servers:
+                where = (endpoint.backend_name, server.url)
+                said = where in down
+                try:
+                    if said:
+                        raise down[where]
+                    ids[server.url] = await server.backend.preflight()
+                except BackendUnavailable as exc:
+                    down[where] = exc
+                    gone.append((server, None if said else f"does not answer ({exc})"))
+            if not ids:  # no server answers: the pool fails as a single server does
+                raise down[(endpoint.backend_name, gone[-1][0].url)]
+            for server, why in gone:
+                endpoint._take_out(server, why)
+            if len(set(ids.values())) > 1:
+                served = ", ".join(f"{url} has {i}" for url, i in ids.items())
                 raise ConfigError(
                     f"{endpoint.path}.base_url: the servers serve different builds of "
                     f"'{endpoint.config.model}' ({served}); pull the same model on each, or list "
                     "only the servers that have it"
                 )
-            endpoint.model_id = ids[0]
+            endpoint.model_id = next(iter(ids.values()))
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints.values():

@@ -6,7 +6,9 @@ a size cap, ``max_bytes`` of the reply as decompressed, read as a stream and cut
 reply over it, or a small gzip body that inflates past it, is a permanent error: asking again
 would bring the same). Each attempt ends in one of three ways:
 
-- an answer: a 2xx JSON body, or an NDJSON stream (Ollama's) whose last chunk says ``done``;
+- an answer: a 2xx JSON body, or, for a client given ``stream_done_key`` (Ollama's ``done``), an
+  NDJSON stream whose last chunk says it; any other client takes one JSON object, and an NDJSON
+  reply is a permanent error saying so (a system's service that streams);
 - a transient fault, tried again under the endpoint's `RetryPolicy` (backoff out of the
   in-flight slot, see `retry.pause`): a timeout; a refused, reset or dropped connection (also
   mid-answer); HTTP 429, 500, 502, 503, 504; a body or NDJSON line that is not JSON; an
@@ -64,6 +66,7 @@ class JSONClient:
         url_hint: str = "set base_url",
         max_bytes: int = MAX_REPLY_BYTES,
         size_hint: str = "raise max_reply_bytes",
+        stream_done_key: str | None = None,
     ) -> None:
         self.base_url = base_url
         self.start_hint = start_hint
@@ -73,6 +76,8 @@ class JSONClient:
         self.url_hint = url_hint
         self.max_bytes = max_bytes
         self.size_hint = size_hint
+        self.stream_done_key = stream_done_key
+        """The key of an NDJSON stream's last chunk (Ollama: ``done``); None: no stream taken."""
         self._reached = False
         """Whether this server ever accepted a connection (so a refusal means it went away)."""
         # A server or proxy may echo request headers back; never let the key into a message.
@@ -186,7 +191,14 @@ class JSONClient:
                 detail=f"{content_type} page",
             )
         if "ndjson" in content_type and response.is_success:
-            return self._parse_stream(response, content, url)
+            if self.stream_done_key is None:
+                raise self._error(
+                    f"{url} answered {content_type} (a stream); return one JSON object "
+                    "(Content-Type: application/json)",
+                    status=status,
+                    detail=f"{content_type} reply",
+                )
+            return self._parse_stream(response, content, url, self.stream_done_key)
         try:
             data = json.loads(content)
         except ValueError as exc:
@@ -214,7 +226,9 @@ class JSONClient:
             )
         raise self._error(f"{url} answered {status}: {message}", status=status, detail=message)
 
-    def _parse_stream(self, response: httpx.Response, content: bytes, url: str) -> list[Any]:
+    def _parse_stream(
+        self, response: httpx.Response, content: bytes, url: str, done: str
+    ) -> list[Any]:
         """An NDJSON stream: every line JSON, no ``error`` line, the last chunk ``done``."""
         status = response.status_code
         chunks: list[Any] = []
@@ -236,7 +250,7 @@ class JSONClient:
                     detail=error,
                 )
             chunks.append(chunk)
-        if not chunks or not (isinstance(chunks[-1], dict) and chunks[-1].get("done")):
+        if not chunks or not (isinstance(chunks[-1], dict) and chunks[-1].get(done)):
             raise self._fault(
                 f"the server at {url} dropped the connection mid-answer "
                 "(its stream ended before the last chunk)"

@@ -38,6 +38,7 @@ class OllamaBackend:
             speaks="Ollama",
             max_bytes=config.max_reply_bytes,
             url_hint="set generator.base_url / judge.base_url or OLLAMA_HOST",
+            stream_done_key="done",  # Ollama's streams end with a chunk that says "done"
         )
         self.model_id = ""
         self._warned_truncation = False

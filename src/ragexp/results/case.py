@@ -146,7 +146,12 @@ class CaseResult(_Model):
     cluster: str | None = None
     """The cases it moves with (``compare.cluster``); None: a cluster of its own."""
     answer: str | None = None
+    """The system's answer, byte for byte as it gave it (ragexp's own pipeline: its generator's
+    reply without surrounding whitespace), cut at ``system.max_answer_chars``."""
     retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    cut: str | None = None
+    """What of the system's answer and contexts was cut to ragexp's bounds, e.g. ``answer cut at
+    100,000 of 12,000,000 characters (system.max_answer_chars)``; None: nothing was."""
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     error: str | None = None
     """Why retrieval or generation failed for this case (its metrics are then absent)."""

@@ -155,8 +155,9 @@ async def _ask(run: CaseRun, case: Case, result: CaseResult) -> None:
             detail=user_traceback(exc),
         ) from None
     result.generation = answer.generation or call
-    result.answer = answer.answer.strip()
+    result.answer = answer.answer  # byte for byte: what is scored, hashed for labels and shown
     result.retrieved = list(answer.contexts)
+    result.cut = answer.cut
     end_ns = call.start_ns + int(call.latency_s * 1e9) if call and not call.cached else None
     result.retrieve_ns = answer.retrieve_ns or (start_ns, end_ns or start_ns)
 

@@ -1,8 +1,9 @@
 """Before a sweep's first job: every distinct server its jobs call, checked once (reachable, the
 models there), and every ``system=python`` target's signature against the options its jobs give
 it, so a server that is down or an option the target cannot take stops the sweep in one line
-instead of failing job after job. A single run checks its own as it starts
-(`ragexp.run.pipeline`, `ragexp.systems.python`)."""
+instead of failing job after job (a pool, ``base_url`` as a list, is down only when none of its
+servers answers: each job takes a dead one out with a warning). A single run checks its own as it
+starts (`ragexp.run.pipeline`, `ragexp.systems.python`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from ragexp.config.llm import LLMConfig
 from ragexp.config.schema import RunConfig
+from ragexp.errors import BackendUnavailable
 from ragexp.llm.interface import BackendSpec, resolve_backend_name
 from ragexp.plugins.manager import Registry
 
@@ -40,12 +42,23 @@ def servers(
     return found
 
 
+def pools(configs: Sequence[RunConfig], specs: Sequence[BackendSpec]) -> list[set[tuple[str, str]]]:
+    """Each pool of servers (``base_url`` as a list) the jobs use, as (backend, URL)s."""
+    found = []
+    for config in configs:
+        for llm in (config.judge, config.generator, config.retriever.embedder):
+            if isinstance(llm.base_url, tuple):
+                name = resolve_backend_name(llm, specs)
+                found.append({(name, url) for url in llm.base_urls()})
+    return found
+
+
 def check_servers(configs: Sequence[RunConfig], registry: Registry) -> None:
     """Raise the first server's problem (`BackendUnavailable`, `ModelNotFound`: one line with
     the fix); each distinct server and model is checked once."""
     check_systems(configs, registry)
-    wanted = servers(configs, list(registry.backends.values()))
-    asyncio.run(_check(wanted, registry))
+    specs = list(registry.backends.values())
+    asyncio.run(_check(servers(configs, specs), registry, pools(configs, specs)))
 
 
 def check_systems(configs: Sequence[RunConfig], registry: Registry) -> None:
@@ -59,12 +72,24 @@ def check_systems(configs: Sequence[RunConfig], registry: Registry) -> None:
 
 
 async def _check(
-    wanted: dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]], registry: Registry
+    wanted: dict[tuple[str, str], dict[str, tuple[str, LLMConfig]]],
+    registry: Registry,
+    pools: Sequence[set[tuple[str, str]]] = (),
 ) -> None:
-    for (name, _url), models in wanted.items():
+    """Raises the first problem; a server of a pool that cannot be reached only when no server
+    of its pool answers (each job's own preflight takes it out of the pool, with a warning)."""
+    down: dict[tuple[str, str], BackendUnavailable] = {}
+    for where, models in wanted.items():
         for _path, llm in models.values():
-            backend = registry.backends[name].factory(llm)
+            backend = registry.backends[where[0]].factory(llm)
             try:
                 await backend.preflight()
+            except BackendUnavailable as exc:
+                if not any(where in pool for pool in pools):
+                    raise
+                down[where] = exc
             finally:
                 await backend.aclose()
+    for pool in pools:
+        if pool <= down.keys():
+            raise down[next(iter(sorted(pool)))]

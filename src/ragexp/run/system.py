@@ -9,15 +9,24 @@ the service behind a URL are invisible to ragexp. So an answer is reused only wi
 interrupted run that ``run.resume`` takes up, or, across commands, the same pinned
 ``system.version`` (the user's word that the system is unchanged). Within a scope the key also
 holds the system's kind, its identity (`cache_identity`), its options and the case; ``cache.mode``
-applies, and ``system.cache=false`` reuses nothing."""
+applies, and ``system.cache=false`` reuses nothing.
+
+An answer enters the run bounded, once, here: at most ``system.max_answer_chars`` of its text,
+its first ``system.max_contexts`` contexts and ``system.max_context_chars`` of each, so a system
+that returns megabytes costs a bounded share of cases.jsonl, report.md, MLflow and the judge's
+prompt. A cut answer says so on its case (``cut``) and in one warning at the end of the run.
+The text is otherwise kept byte for byte (no whitespace stripped): what is scored and hashed for
+human labels is what the system said."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import time
+import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +37,7 @@ from ragexp.config.options import dump_options
 from ragexp.config.schema import RunConfig
 from ragexp.config.system import SystemConfig
 from ragexp.data.dataset import Case
-from ragexp.errors import ConfigError
+from ragexp.errors import ConfigError, RagexpWarning
 from ragexp.llm.cache import CallCache
 from ragexp.llm.interface import Completion
 from ragexp.llm.retry import slot
@@ -66,6 +75,8 @@ class AnswerTally:
 
     asked: int = 0
     reused: Counter[str] = field(default_factory=Counter)
+    cut: Counter[str] = field(default_factory=Counter)
+    """Answers cut to a bound, by what was cut (``answer``, ``contexts``)."""
 
     def info(self, config: SystemConfig, scope: AnswerScope) -> AnswersInfo:
         return AnswersInfo(
@@ -108,9 +119,12 @@ class SystemRun:
 
     def answers(self) -> AnswersInfo | None:
         """Where the answers came from; None for a system whose answers ragexp generates
-        itself (``system=ragexp``: its LLM calls are cached call by call)."""
+        itself (``system=ragexp``: its LLM calls are cached call by call). Warns once of the
+        answers cut to the bounds."""
         if self.tally.asked == 0 and not self.tally.reused:
             return None
+        if self.tally.cut:
+            warnings.warn(cut_phrase(self.tally.cut, self.config), RagexpWarning, stacklevel=2)
         return self.tally.info(self.config, self.scope)
 
     @property
@@ -126,6 +140,7 @@ class SystemRun:
         if key is not None and self.cache is not None and (hit := self.cache.get(key)):
             cached, origin = _from_cache(hit)
             self.tally.reused[origin] += 1
+            cached = self._bound(cached)
             return cached, self._record(case, cached, start_ns, hit)
         t0 = time.perf_counter()
         async with self._bounded():
@@ -133,6 +148,7 @@ class SystemRun:
         if answer.generation is not None:
             return answer, None
         self.tally.asked += 1
+        answer = self._bound(answer)
         completion = Completion(
             text=json.dumps(_to_cache(answer, self.scope.origin), ensure_ascii=False),
             prompt_tokens=answer.prompt_tokens,
@@ -149,6 +165,17 @@ class SystemRun:
                 completion=completion,
             )
         return answer, self._record(case, answer, start_ns, completion)
+
+    def _bound(self, answer: SystemAnswer) -> SystemAnswer:
+        """``answer`` within the bounds, counted when cut (a cached answer: as cut before)."""
+        bounded = bound(answer, self.config)
+        said = bounded.cut or ""
+        self.tally.cut.update(
+            what
+            for what, key in (("answer", "system.max_answer_chars"), ("contexts", "max_context"))
+            if key in said
+        )
+        return bounded
 
     @contextlib.asynccontextmanager
     async def _bounded(self) -> AsyncIterator[None]:
@@ -192,12 +219,70 @@ class SystemRun:
         )
 
 
+def bound(answer: SystemAnswer, config: SystemConfig) -> SystemAnswer:
+    """``answer`` with at most ``system.max_answer_chars`` of text, its first
+    ``system.max_contexts`` contexts and ``system.max_context_chars`` of each; ``cut`` says what
+    was cut (added to what an earlier run's bounds cut). Unchanged when within them."""
+    said = []
+    text = answer.answer
+    if len(text) > config.max_answer_chars:
+        said.append(
+            f"answer cut at {config.max_answer_chars:,} of {len(text):,} characters "
+            "(system.max_answer_chars)"
+        )
+        text = text[: config.max_answer_chars]
+    contexts = answer.contexts
+    if len(contexts) > config.max_contexts:
+        said.append(
+            f"contexts cut to the first {config.max_contexts} of {len(contexts)} "
+            "(system.max_contexts)"
+        )
+        contexts = contexts[: config.max_contexts]
+    long = sum(len(chunk.text) > config.max_context_chars for chunk in contexts)
+    if long:
+        said.append(
+            f"{long} contexts cut at {config.max_context_chars:,} characters "
+            "(system.max_context_chars)"
+        )
+        contexts = [
+            chunk.model_copy(update={"text": chunk.text[: config.max_context_chars]})
+            if len(chunk.text) > config.max_context_chars
+            else chunk
+            for chunk in contexts
+        ]
+    if not said:
+        return answer
+    cut = "; ".join([answer.cut, *said] if answer.cut else said)
+    return dataclasses.replace(answer, answer=text, contexts=contexts, cut=cut)
+
+
+def cut_phrase(cut: Counter[str], config: SystemConfig) -> str:
+    """The end-of-run warning: ``3 answers cut at 100,000 characters (...)``."""
+    parts = []
+    if cut["answer"]:
+        parts.append(
+            f"{cut['answer']} answer(s) cut at {config.max_answer_chars:,} characters "
+            "(system.max_answer_chars)"
+        )
+    if cut["contexts"]:
+        parts.append(
+            f"the contexts of {cut['contexts']} answer(s) cut to {config.max_contexts} of at "
+            f"most {config.max_context_chars:,} characters each (system.max_contexts, "
+            "system.max_context_chars)"
+        )
+    return (
+        f"system: {'; '.join(parts)}; they are scored and kept as cut, each case says what in "
+        "'cut' (cases.jsonl); raise the bound if the system means to say this much"
+    )
+
+
 def _to_cache(answer: SystemAnswer, origin: str) -> dict[str, Any]:
     return {
         "answer": answer.answer,
         "contexts": [chunk.model_dump() for chunk in answer.contexts],
         "model": answer.model,
         "origin": origin,
+        "cut": answer.cut,
     }
 
 
@@ -210,6 +295,7 @@ def _from_cache(hit: Completion) -> tuple[SystemAnswer, str]:
         prompt_tokens=hit.prompt_tokens,
         completion_tokens=hit.completion_tokens,
         model=data.get("model"),
+        cut=data.get("cut"),
     )
     return answer, str(data.get("origin") or "an earlier run")
 

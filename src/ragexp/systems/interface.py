@@ -38,6 +38,10 @@ class SystemAnswer:
     attempts: int = 1
     """Requests the answer took: 1, plus one per transient fault retried (``system=http``: a
     timeout, a dropped connection, a 5xx); recorded on the system's call as an LLM call's."""
+    cut: str | None = None
+    """What of the answer and its contexts was cut to ragexp's bounds (``system.max_answer_chars``,
+    ``system.max_contexts``, ``system.max_context_chars``), in words; None: nothing. Set by
+    ragexp as the answer enters the run (`ragexp.run.system`), kept on the case."""
 
 
 @runtime_checkable
