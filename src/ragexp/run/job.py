@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config.hydra import resolve
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact_tree, secret_values
 from ragexp.config.validate import validate_config
 from ragexp.data.dataset import Dataset, load_dataset
 from ragexp.errors import ConfigError, GateFailed, Interrupted, RagexpError, RunFailed, first_line
@@ -250,7 +251,8 @@ def conclude(
         llm_calls=outcome.llm_calls, self_judge=run.job.self_judge, failed=failed,
         system_model=system_model,
     )  # fmt: skip
-    resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(run.resolved))
+    shown = redact_tree(run.resolved, secret_values(run.resolved))  # secrets as ***
+    resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(shown))
     cards = [m.judge_card for m in summary.metrics.values() if m.judge_card is not None]
     extra = {CARD_FILE: cards_document(cards)} if cards else {}
     paths = write_outputs(run.run_dir, outcome.cases, summary, report, resolved_yaml, extra)
