@@ -115,7 +115,8 @@ class Run:
     run_dir: Path
     config: RunConfig
     resolved: dict[str, Any]
-    """The config as plain data, recorded as it ran (metric options with their defaults)."""
+    """The config as plain data, recorded as it ran (metric options with their defaults), its
+    secrets as ``***`` (`redact_tree`)."""
     registry: Registry
     dataset: Dataset
     sources: dict[str, MetricSource]
@@ -155,6 +156,7 @@ def prepare(
         "tracking_uri": config.tracking.uri(),
         "experiment": config.tracking.experiment_name(),
     }
+    resolved = redact_tree(resolved, secret_values(resolved))  # as written: secrets as ***
     sources = metric_sources(reg, config.metrics, config.metric_options)
     labels = load_labels(config, reg)
     baseline = baseline_cases(config.gate, config.tracking)
@@ -251,8 +253,7 @@ def conclude(
         llm_calls=outcome.llm_calls, self_judge=run.job.self_judge, failed=failed,
         system_model=system_model,
     )  # fmt: skip
-    shown = redact_tree(run.resolved, secret_values(run.resolved))  # secrets as ***
-    resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(shown))
+    resolved_yaml = OmegaConf.to_yaml(OmegaConf.create(run.resolved))
     cards = [m.judge_card for m in summary.metrics.values() if m.judge_card is not None]
     extra = {CARD_FILE: cards_document(cards)} if cards else {}
     paths = write_outputs(run.run_dir, outcome.cases, summary, report, resolved_yaml, extra)
