@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from ragexp.config.secrets import REDACTED
 from ragexp.results import CaseResult, MetricResult
 from ragexp.results.summary import MetricSummary, Summary
 from ragexp.tracking.run import (
-    REDACTED,
     RunRecord,
-    env_secrets,
     flatten,
     metric_values,
     rows_table,
+    run_params,
     table_json,
     table_row,
 )
@@ -30,9 +30,9 @@ def test_flatten_uses_dotted_keys() -> None:
 
 
 def test_secrets_are_redacted_but_the_variable_name_is_kept() -> None:
-    flat = flatten(
+    flat = flatten(run_params(
         {"generator": {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-123", "token": "t"}}
-    )
+    ))  # fmt: skip
     assert flat["generator.api_key_env"] == "OPENAI_API_KEY"
     assert flat["generator.api_key"] == REDACTED
     assert flat["generator.token"] == REDACTED
@@ -40,7 +40,8 @@ def test_secrets_are_redacted_but_the_variable_name_is_kept() -> None:
 
 
 def test_redaction_is_by_exact_key_so_token_counts_stay_readable() -> None:
-    flat = flatten({"generator": {"max_tokens": 128}, "judge": {"num_tokens": 5, "Password": "p"}})
+    tree = {"generator": {"max_tokens": 128}, "judge": {"num_tokens": 5, "Password": "p"}}
+    flat = flatten(run_params(tree))
     assert flat == {"generator.max_tokens": "128", "judge.num_tokens": "5", "judge.Password": "***"}
 
 
@@ -52,8 +53,7 @@ def test_the_key_an_api_key_env_names_is_masked_wherever_it_appears(
         "generator": {"api_key_env": "MY_KEY", "base_url": "http://h/?key=sk-live-42"},
         "judge": {"api_key_env": "UNSET_VAR_FOR_TEST"},
     }
-    assert env_secrets(tree) == ["sk-live-42"]
-    flat = flatten(tree, secrets=env_secrets(tree))
+    flat = flatten(run_params(tree))
     assert flat["generator.base_url"] == "http://h/?key=***"
     assert flat["generator.api_key_env"] == "MY_KEY"
 

@@ -39,11 +39,12 @@ def test_the_named_keys_value_is_masked_in_every_mlflow_param(tmp_path: Path) ->
     assert [k for k in params if SECRET in k] == []
 
 
-def test_a_systems_secret_headers_are_masked_in_params() -> None:
-    from ragexp.tracking.run import flatten
+def test_every_header_a_system_sends_is_masked_in_params() -> None:
+    from ragexp.tracking.run import flatten, run_params
 
-    headers = {"Authorization": "Bearer abc", "X-API-Key": "k-123", "X-Team": "search"}
-    flat = flatten({"system": {"headers": headers, "api_key_env": "SVC_KEY"}})
+    headers = {"Authorization": "Bearer abc", "X-API-Key": "k-123", "X-Team-Auth": "t-42"}
+    tree = {"system": {"kind": "http", "headers": headers, "api_key_env": "SVC_KEY"}}
+    flat = flatten(run_params(tree))
     assert flat["system.headers.Authorization"] == flat["system.headers.X-API-Key"] == "***"
-    assert flat["system.headers.X-Team"] == "search"
+    assert flat["system.headers.X-Team-Auth"] == "***"  # a header's name says nothing
     assert flat["system.api_key_env"] == "SVC_KEY"  # the variable's name, not its value

@@ -61,12 +61,18 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     return head + flags[:1] + [a for a in rest if a not in MULTIRUN_FLAGS]
 
 
-def single_run_name(override_dirname: str, given: object = None) -> str:
+def single_run_name(
+    override_dirname: str, given: object = None, secrets: Sequence[str] = ()
+) -> str:
     """A single run's MLflow name: ``given`` (``tracking.run_name``) when set, else Hydra's
     ``override_dirname`` without the ``++`` that `normalize_argv` put in front of
     ``metric_options`` and ``gate`` keys (what the user typed), and without the backslashes
-    Hydra puts before ``:``; ``default`` when nothing was given."""
+    Hydra puts before ``:``; ``default`` when nothing was given. ``secrets``
+    (`ragexp.config.secrets.secret_values`) and URL credentials are masked in it
+    (``system.headers.X-Api-Key=***``)."""
+    from ragexp.config.secrets import redact
+
     if given is not None and str(given).strip():
-        return str(given).strip()
+        return redact(str(given).strip(), secrets)
     name = re.sub(r"(^|,)\+{1,2}(?=[A-Za-z_])", r"\1", override_dirname.replace("\\", ""))
-    return name or "default"
+    return redact(name, secrets) or "default"

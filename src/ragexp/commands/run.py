@@ -7,6 +7,7 @@ job starts. In a multirun, the Hydra callback (`ragexp.sweep.callback`) ties the
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
@@ -19,8 +20,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.commands.argv import normalize_argv, single_run_name
-from ragexp.config.hydra import check_command, config_dir, register_resolvers
+from ragexp.config.hydra import check_command, config_dir, register_resolvers, resolve
 from ragexp.config.schema import primary_metric
+from ragexp.config.secrets import redact, secret_values
 from ragexp.errors import RagexpError, RagexpWarning, fail
 from ragexp.plugins.listing import metrics_help
 from ragexp.plugins.manager import registry
@@ -39,8 +41,9 @@ def _job(cfg: DictConfig) -> float | None:
     from ragexp.run.job import run_job
 
     hc = HydraConfig.get()
+    secrets = _secrets(cfg)
     run_name = single_run_name(
-        hc.job.override_dirname, OmegaConf.select(cfg, "tracking.run_name", default=None)
+        hc.job.override_dirname, OmegaConf.select(cfg, "tracking.run_name", default=None), secrets
     )
     swept: dict[str, str] = {}
     tags: dict[str, str] = {}
@@ -52,7 +55,9 @@ def _job(cfg: DictConfig) -> float | None:
 
         link = SweepLink.read(Path(hc.sweep.dir))
         if link is not None:
-            swept = job_values(hc.overrides.task, link.swept)
+            swept = {
+                k: redact(v, secrets) for k, v in job_values(hc.overrides.task, link.swept).items()
+            }
             run_name = job_label(swept)
             tags = _parent_tags(link, Path(hc.sweep.dir))
         # the sweep's jobs are one command: they share its id (a sweep without ragexp's
@@ -66,7 +71,8 @@ def _job(cfg: DictConfig) -> float | None:
     except RagexpError as exc:
         if not multirun:
             fail(exc)
-        print(f"ragexp: error: job {hc.job.num} ({run_name}): {exc}", file=sys.stderr)
+        print(f"ragexp: error: job {hc.job.num} ({run_name}): {redact(str(exc), secrets)}",
+              file=sys.stderr)  # fmt: skip
         return None
     except KeyboardInterrupt as exc:
         where = hc.sweep.dir if multirun else hc.runtime.output_dir
@@ -84,6 +90,17 @@ def _job(cfg: DictConfig) -> float | None:
         sys.exit(code)
     primary = summary.metrics.get(primary_metric(list(summary.metrics), cfg.compare.metric))
     return primary.mean if primary else None
+
+
+def _secrets(cfg: DictConfig) -> list[str]:
+    """The secrets of the job's config (`secret_values`); none when it does not resolve (the
+    job then fails on it, in one line)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return secret_values(resolve(cfg))
+    except (RagexpError, OmegaConfBaseException):
+        return []
 
 
 def _parent_tags(link: SweepLink, sweep_dir: Path) -> dict[str, str]:
@@ -110,10 +127,27 @@ def run_command(argv: Sequence[str], commands_help: Callable[[], str]) -> int:
             check_servers(checked.configs, registry())
     except RagexpError as exc:
         fail(exc)
+    if checked.multirun:
+        quiet_secrets_in_launch_lines([s for c in checked.configs for s in secret_values(c)])
     _job()
     from ragexp.sweep import callback
 
     return callback.exit_code
+
+
+LAUNCHER_LOGGER = "hydra._internal.core_plugins.basic_launcher"
+"""Hydra's local launcher, which logs each job's overrides (``#0 : system.options.token=...``)."""
+
+
+def quiet_secrets_in_launch_lines(secrets: Sequence[str]) -> None:
+    """Mask ``secrets`` in the lines Hydra's launcher prints for a sweep's jobs (their
+    overrides as typed)."""
+
+    def masked(record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage(), secrets), None
+        return True
+
+    logging.getLogger(LAUNCHER_LOGGER).addFilter(masked)
 
 
 def show_warnings_as_lines() -> None:

@@ -16,8 +16,9 @@ would bring the same). Each attempt ends in one of three ways:
 - a permanent error, raised at once: any other status (400, 401, 403, 404 ...), or an HTML page
   (another program on the port).
 
-After the last attempt the error names the fault and the number of attempts. API keys in the
-client's ``Authorization`` header never reach a message, even when a server echoes them.
+After the last attempt the error names the fault and the number of attempts. The values of the
+headers the client sends (an API key, a custom auth header) and a URL's password never reach a
+message, even when a server echoes them (`ragexp.config.secrets.redact`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from ragexp.config.secrets import redact, secret_values
 from ragexp.errors import BackendError, BackendUnavailable
 from ragexp.llm.retry import RETRY_STATUS, RetryPolicy, TransientFault, pause, retry_after
 
@@ -80,12 +82,10 @@ class JSONClient:
         """The key of an NDJSON stream's last chunk (Ollama: ``done``); None: no stream taken."""
         self._reached = False
         """Whether this server ever accepted a connection (so a refusal means it went away)."""
-        # A server or proxy may echo request headers back; never let the key into a message.
-        self._secrets = [
-            value.removeprefix("Bearer ").strip()
-            for name, value in (headers or {}).items()
-            if name.lower() == "authorization" and value.strip()
-        ]
+        # A server or proxy may echo request headers back: no value of a header ragexp sends
+        # (`MIN_SECRET_CHARS` long or more, so ``1`` stays), nor the URL's password, ever
+        # reaches a message.
+        self._secrets = secret_values({"headers": headers or {}, "url": base_url})
         self._client = httpx.AsyncClient(
             base_url=base_url, timeout=timeout_s, headers=headers or {}, transport=transport
         )
@@ -258,9 +258,7 @@ class JSONClient:
         return chunks
 
     def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return redact(text, self._secrets)
 
     def _fault(
         self,

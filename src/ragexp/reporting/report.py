@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact, secret_values
 from ragexp.reporting.card import card_markdown
 from ragexp.reporting.claims import claims_lines
 from ragexp.reporting.gate import gate_markdown
@@ -113,9 +114,10 @@ def _under_test(
     judge = f"| judge | {code(config.judge.name(), cell=True)} ({judge_backend}) |"
     system = config.system
     if system.kind != "ragexp":
-        where = system.location()
+        secrets = secret_values(config)
+        where = redact(system.location() or "", secrets)
         model = system_model or system.model
-        options = ", ".join(f"{k}={v}" for k, v in system.options.items())
+        options = redact(", ".join(f"{k}={v}" for k, v in system.options.items()), secrets)
         return [
             f"| system | {system.kind}" + (f" {code(where, cell=True)}" if where else "")
             + (f", model {code(model, cell=True)}" if model else "") + " |",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact, secret_values
 from ragexp.data.dataset import Case
 from ragexp.errors import (
     BackendError,
@@ -33,7 +34,6 @@ from ragexp.run.jury import Ask, Juror, panel_verdict
 from ragexp.run.system import SystemRun
 from ragexp.systems.interface import partial
 from ragexp.systems.python import user_traceback
-from ragexp.tracking.run import config_secrets, redact
 
 log = logging.getLogger("ragexp.case_errors")
 log.addHandler(logging.NullHandler())  # outside Hydra: nothing on the terminal
@@ -93,7 +93,7 @@ async def run_case(run: CaseRun, case: Case) -> CaseResult:
         if exc.stops_run:
             raise
         result.retrieved, result.retrieve_ns = partial(exc)
-        secrets = config_secrets(run.config)
+        secrets = secret_values(run.config)
         result.error = redact(str(exc), secrets)
         result.error_kind = type(exc).__name__
         result.error_detail = _detail(exc, secrets)

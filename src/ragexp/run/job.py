@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config.hydra import resolve
 from ragexp.config.schema import RunConfig
+from ragexp.config.secrets import redact_tree, secret_values
 from ragexp.config.validate import validate_config
 from ragexp.data.dataset import Dataset, load_dataset
 from ragexp.errors import ConfigError, GateFailed, Interrupted, RagexpError, RunFailed, first_line
@@ -115,7 +116,8 @@ class Run:
     run_dir: Path
     config: RunConfig
     resolved: dict[str, Any]
-    """The config as plain data, recorded as it ran (metric options with their defaults)."""
+    """The config as plain data, recorded as it ran (metric options with their defaults), its
+    secrets as ``***`` (`redact_tree`)."""
     registry: Registry
     dataset: Dataset
     sources: dict[str, MetricSource]
@@ -155,6 +157,7 @@ def prepare(
         "tracking_uri": config.tracking.uri(),
         "experiment": config.tracking.experiment_name(),
     }
+    resolved = redact_tree(resolved, secret_values(resolved))  # as written: secrets as ***
     sources = metric_sources(reg, config.metrics, config.metric_options)
     labels = load_labels(config, reg)
     baseline = baseline_cases(config.gate, config.tracking)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,15 +16,6 @@ if TYPE_CHECKING:  # the tracking process imports this module, and none of ragex
     from ragexp.results.case import CaseResult
     from ragexp.results.summary import MetricSummary, Summary
 
-SECRET_KEYS = frozenset(
-    {"api_key", "apikey", "token", "access_token", "auth_token", "secret", "password",
-     "authorization", "x-api-key", "api-key"}
-)  # fmt: skip
-"""Keys whose values are secrets, matched exactly (case-insensitive): never by substring, so
-`max_tokens` stays readable. (``system.headers.Authorization`` and ``system.headers.X-API-Key``
-are among them.) The same set as `ragexp.config.secrets.SECRET_KEYS`, which this module does
-not import: the tracking process loads none of ragexp's config."""
-REDACTED = "***"
 OWN_PIPELINE = ("generator", "retriever", "prompt")
 """The config sections only ragexp's own pipeline (``system=ragexp``) uses: the run of another
 system logs none of them, as params or tags."""
@@ -53,80 +43,32 @@ class RunRecord:
     (`ragexp.results.case.reported_model`)."""
 
 
-def flatten(
-    tree: Mapping[str, Any], prefix: str = "", *, secrets: Sequence[str] = ()
-) -> dict[str, str]:
-    """Flatten a nested mapping to dotted keys. Secrets are redacted: the values of the keys in
-    `SECRET_KEYS`, and any of ``secrets`` (e.g. the key an ``api_key_env`` names) wherever it
-    appears in a value."""
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Flatten a nested mapping to dotted keys (a tree `run_params` has already redacted)."""
     flat: dict[str, str] = {}
     for key, value in tree.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{path}.", secrets=secrets))
-        elif str(key).lower() in SECRET_KEYS and value is not None:
-            flat[path] = REDACTED
+            flat.update(flatten(value, f"{path}."))
         else:
-            flat[path] = _mask(str(value), secrets)
+            flat[path] = str(value)
     return flat
 
 
 def run_params(resolved: Mapping[str, Any]) -> dict[str, Any]:
-    """The config a run logs as params (before `flatten`), every URL in it redacted
-    (`ragexp.config.secrets.redact_urls`: a password, a ``?key=``): all of it for ragexp's own
-    pipeline; for another system, none of `OWN_PIPELINE` and none of the ``system.*`` keys left
-    unset."""
-    from ragexp.config.secrets import redact_urls  # in the run's process: the config is loaded
+    """The config a run logs as params (before `flatten`), its secrets redacted
+    (`ragexp.config.secrets.redact_tree`: secret-named keys, headers, the keys ``api_key_env``
+    names, URL credentials): all of it for ragexp's own pipeline; for another system, none of
+    `OWN_PIPELINE` and none of the ``system.*`` keys left unset."""
+    # in the run's process, where the config is loaded (the logging process imports no config)
+    from ragexp.config.secrets import redact_tree, secret_values
 
-    def redacted(tree: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            key: redacted(value)
-            if isinstance(value, Mapping)
-            else redact_urls(value)
-            if isinstance(value, str)
-            else value
-            for key, value in tree.items()
-        }
-
-    params = redacted(resolved)
+    params = redact_tree(resolved, secret_values(resolved))
     system = params.get("system") or {}
     if system.get("kind", "ragexp") == "ragexp":
         return params
     system = {key: value for key, value in system.items() if value not in (None, {})}
     return {k: v for k, v in params.items() if k not in OWN_PIPELINE} | {"system": system}
-
-
-def env_secrets(tree: Mapping[str, Any]) -> list[str]:
-    """The values of the environment variables that ``api_key_env`` keys in ``tree`` name."""
-    found: list[str] = []
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            found += env_secrets(value)
-        elif key == "api_key_env" and value and os.environ.get(str(value), "").strip():
-            found.append(os.environ[str(value)].strip())
-    return found
-
-
-def config_secrets(config: RunConfig) -> list[str]:
-    """Every secret ``config`` leads to: the values of the variables its ``api_key_env`` keys
-    name, and the values of its secret-named keys (a header's ``Authorization``, bare too)."""
-    found = env_secrets(config.model_dump())
-    for key, value in config.system.headers.items():
-        if key.lower() in SECRET_KEYS and str(value).strip():
-            found += [str(value).strip(), str(value).removeprefix("Bearer ").strip()]
-    return [secret for secret in found if secret]
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` replaced by `REDACTED`: text from outside (a
-    traceback, a server's reply) before it is written anywhere."""
-    return _mask(text, sorted(secrets, key=len, reverse=True))
-
-
-def _mask(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def metric_values(record: RunRecord) -> dict[str, float]:
@@ -212,11 +154,12 @@ def run_tags(config: RunConfig, *, dataset_hash: str, prompt_hash: str) -> dict[
     and top_k, or another system's kind, where it is and its model), the judge, the dataset."""
     system = config.system
     if system.kind != "ragexp":
-        where = system.location()
-        secrets = env_secrets({"system": {"api_key_env": system.api_key_env}})
+        from ragexp.config.secrets import redact, secret_values  # in the run's process
+
+        where = redact(system.location() or "", secret_values(config))
         return {
             "system": system.kind,
-            **({f"system.{_where_key(system)}": _mask(where, secrets)} if where else {}),
+            **({f"system.{_where_key(system)}": where} if where else {}),
             **({"system.model": system.model} if system.model else {}),
             "judge": config.judge.model,
             "dataset": config.dataset.name,

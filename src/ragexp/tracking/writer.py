@@ -20,7 +20,7 @@ from ragexp.errors import first_line
 from ragexp.tracking.orphans import end_orphans, owner_tags
 from ragexp.tracking.records import CaseRecord, log_traces
 from ragexp.tracking.revise import Revision, revise_traces
-from ragexp.tracking.run import TABLE_FILE, env_secrets, flatten, rows_table
+from ragexp.tracking.run import TABLE_FILE, flatten, rows_table
 from ragexp.tracking.store import open_store
 
 RunStatus = Literal["FINISHED", "KILLED", "FAILED"]
@@ -181,7 +181,7 @@ class RunWriter:
             run_name=self.target.run_name,
             tags=resolve_tags({**begin.tags, **owner_tags()}),
         )
-        flat = flatten(begin.resolved, secrets=env_secrets(begin.resolved))
+        flat = flatten(begin.resolved)  # redacted by `run_params` in the run's process
         params = [Param(k, v) for k, v in flat.items()]
         for start in range(0, len(params), PARAMS_PER_BATCH):
             self.client.log_batch(run.info.run_id, params=params[start : start + PARAMS_PER_BATCH])
