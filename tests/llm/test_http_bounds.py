@@ -63,9 +63,11 @@ def _head(length: int, *extra: str) -> bytes:
     return ("\r\n".join([*lines, *extra]) + "\r\n\r\n").encode()
 
 
-def _ask(url: str, **options: Any) -> Any:
+def _ask(url: str, attempts: int = 1, **options: Any) -> Any:
+    """One request to ``url`` through the client, tried up to ``attempts`` times."""
+
     async def go() -> Any:
-        client = JSONClient(url, start_hint="start it", policy=RetryPolicy(1, 0), **options)
+        client = JSONClient(url, start_hint="start it", policy=RetryPolicy(attempts, 0), **options)
         try:
             return await client.request("POST", "/ask", {"question": "q"})
         finally:
@@ -97,19 +99,12 @@ def test_a_reply_trickled_a_byte_at_a_time_is_cut_at_the_deadline() -> None:
 
 def test_a_reply_over_the_cap_is_a_permanent_error_asked_once() -> None:
     body = b'{"answer": "' + b"x" * 3_000_000 + b'"}'
-    with hostile(lambda sock: sock.sendall(_head(len(body)) + body)) as (url, seen):
-
-        async def go() -> Any:
-            client = JSONClient(
-                url, timeout_s=10, start_hint="", policy=RetryPolicy(4, 0), max_bytes=1_000_000
-            )
-            try:
-                return await client.request("POST", "/ask", {})
-            finally:
-                await client.aclose()
-
-        with pytest.raises(BackendError) as info:
-            asyncio.run(go())
+    reply = _head(len(body)) + body
+    with (
+        hostile(lambda sock: sock.sendall(reply)) as (url, seen),
+        pytest.raises(BackendError) as info,
+    ):
+        _ask(url, attempts=4, timeout_s=10, max_bytes=1_000_000)
     assert str(info.value) == (
         f"{url}/ask answered with more than 1 MB (cut there); raise max_reply_bytes"
     )
@@ -140,17 +135,8 @@ def _ndjson(sock: socket.socket) -> None:
 def test_a_stream_to_a_client_that_takes_none_is_one_line_asked_once() -> None:
     """Only Ollama's client reads NDJSON (its streams end with a ``done`` chunk); a system's
     service that streams is told to return one JSON object, not called a dropped connection."""
-    with hostile(_ndjson) as (url, seen):
-
-        async def go() -> Any:
-            client = JSONClient(url, timeout_s=5, start_hint="", policy=RetryPolicy(4, 0))
-            try:
-                return await client.request("POST", "/ask", {})
-            finally:
-                await client.aclose()
-
-        with pytest.raises(BackendError) as info:
-            asyncio.run(go())
+    with hostile(_ndjson) as (url, seen), pytest.raises(BackendError) as info:
+        _ask(url, attempts=4, timeout_s=5)
     assert str(info.value) == (
         f"{url}/ask answered application/x-ndjson (a stream); return one JSON object "
         "(Content-Type: application/json)"
