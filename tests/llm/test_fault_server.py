@@ -98,7 +98,11 @@ def test_streamed_answers_fail_and_recover(fault: str, says: str) -> None:
 
     async def call(url: str, attempts: int) -> Any:
         client = JSONClient(
-            url, timeout_s=5, start_hint="", policy=RetryPolicy(attempts, backoff_s=0.001)
+            url,
+            timeout_s=5,
+            start_hint="",
+            policy=RetryPolicy(attempts, backoff_s=0.001),
+            stream_done_key="done",  # Ollama's streams end with a done chunk
         )
         try:
             return await client.call("POST", "/api/chat", body)

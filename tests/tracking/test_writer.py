@@ -17,6 +17,7 @@ from ragexp.config import RunConfig, validate_config
 from ragexp.results import CaseResult, LLMCall, MetricResult
 from ragexp.results.case import AppliedLabel, RetrievedChunk
 from ragexp.tracking import traces
+from ragexp.tracking.run import run_params
 from ragexp.tracking.traces import case_record
 from ragexp.tracking.tracker import finish_message
 from ragexp.tracking.writer import Begin, Finish, RunWriter, Stores, Target, table_order
@@ -103,7 +104,11 @@ def _writer(uri: str, run_name: str) -> RunWriter:
 
 def _write(writer: RunWriter, cases: list[CaseResult], end: Finish) -> str:
     run_id = writer.create_run(
-        Begin({"generator": {"model": "m", "api_key": "sk-1"}, "top_k": 4}, {"judge": "j"}, 1_000)
+        Begin(  # as the tracker sends it: redacted in the run's process
+            run_params({"generator": {"model": "m", "api_key": "sk-1"}, "top_k": 4}),
+            {"judge": "j"},
+            1_000,
+        )
     )
     config = _config(writer.target.uri)
     writer.write([case_record(case, config) for case in cases[:2]])
