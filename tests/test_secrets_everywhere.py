@@ -4,10 +4,8 @@ system option, a secret-named header, a custom auth header, the key ``system.api
 loopback service that echoes every request header in a 500 for one case, tracked into a real
 sqlite store, once as a single run and once as a sweep; then every byte of every file the runs
 left (run and sweep dirs, the answer cache, ``mlflow.db`` and its WAL, ``mlruns/``) and the
-terminal output are searched for each secret.
-
-Hydra's own files (``.hydra/``, a sweep's ``multirun.yaml``) are left out: they hold the
-command line as the user typed it (docs/reliability.md, "Secrets")."""
+terminal output are searched for each secret, Hydra's own files (``.hydra/``, a sweep's
+``multirun.yaml``, which hold the command line as typed) included."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ SECRETS = {
     "system.url's password": PASSWORD,
     "system.url's Basic auth": BASIC,
 }
-HYDRA_OWN = {".hydra", "multirun.yaml"}
 CASES = [
     ("c1", "How much does a private vehicle pass cost?", "fees.md"),
     ("c2", "[echo] What does a backcountry permit cost per person?", "permits.md"),
@@ -87,10 +84,10 @@ def echo_port() -> Iterator[int]:
 
 
 def _leaks(folder: Path, texts: dict[str, str]) -> list[str]:
-    """``what: where`` for each secret found in a file under ``folder`` (bytes, Hydra's own
-    files left out) or in one of ``texts``."""
+    """``what: where`` for each secret found in a file under ``folder`` (bytes) or in one of
+    ``texts``."""
     found = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not HYDRA_OWN & {*p.parts}):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         data = path.read_bytes()
         found += [f"{what}: {path.relative_to(folder)}" for what, secret in SECRETS.items()
                   if secret.encode() in data]  # fmt: skip
@@ -138,8 +135,9 @@ def test_no_planted_secret_reaches_any_artifact_the_store_or_the_terminal(
     [sweep_job, *_] = sorted((world / "sweep").glob("*/cases.jsonl"))
     assert "authorization: bearer ***" in _echo(sweep_job.parent)
     assert (world / "mlflow.db").exists() and (world / "sweep" / "summary.json").exists()
-    assert (world / "run" / ".hydra" / "overrides.yaml").exists()  # Hydra's own: left out
-    assert (world / "sweep" / "multirun.yaml").exists()
+    hydra_own = [world / "run" / ".hydra" / "overrides.yaml", world / "sweep" / "multirun.yaml"]
+    assert all(path.exists() for path in hydra_own)  # Hydra's own, searched too
+    assert "system.options.token=***" in hydra_own[0].read_text()
     outputs = {
         "single run's stderr": single.stderr, "single run's stdout": single.stdout,
         "sweep's stderr": sweep.stderr, "sweep's stdout": sweep.stdout,

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.commands.argv import normalize_argv, single_run_name
 from ragexp.config.hydra import check_command, config_dir, register_resolvers, resolve
+from ragexp.config.hydra_files import hydra_files, mask_secrets
 from ragexp.config.schema import primary_metric
 from ragexp.config.secrets import redact, secret_values
 from ragexp.errors import RagexpError, RagexpWarning, fail
@@ -42,13 +43,15 @@ def _job(cfg: DictConfig) -> float | None:
 
     hc = HydraConfig.get()
     secrets = _secrets(cfg)
+    multirun = hc.mode == RunMode.MULTIRUN
+    sweep_dir = Path(hc.sweep.dir) if multirun else None
+    mask_secrets(hydra_files(Path(hc.runtime.output_dir), hc.output_subdir, sweep_dir), secrets)
     run_name = single_run_name(
         hc.job.override_dirname, OmegaConf.select(cfg, "tracking.run_name", default=None), secrets
     )
     swept: dict[str, str] = {}
     tags: dict[str, str] = {}
     invocation = None  # a single run: its own
-    multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         from ragexp.results.jobs import job_label
         from ragexp.sweep.link import SweepLink, job_values
