@@ -102,3 +102,36 @@ def test_retrieved_text_and_a_formula_case_id_are_text_too(tmp_path: Path) -> No
         writer.writerow(cell)
     [label] = read_sheet(csv_path, VOCABULARIES)
     assert label.case_id == "=1+2" and label.answer_sha256 == sha("fine")
+
+
+LABELERS = [HYPERLINK, "+ann", "-bob", "@carol", "=1+1"]
+
+
+@pytest.mark.parametrize("labeler", LABELERS, ids=repr)
+def test_every_cell_is_text_whatever_its_column(tmp_path: Path, labeler: str) -> None:
+    """Not only the case's columns: a labeler, a note, a judge's label and a metric's name from
+    outside are written as text and read back as they were."""
+    from ragexp.results.case import MetricResult
+    from ragexp.results.labels import HumanLabel
+
+    case = drawn("c1", "fine").case
+    case.metrics["@relevance"] = MetricResult(score=1.0, label="-1")  # a scorer's own label
+    given = [HumanLabel(case_id="c1", answer_sha256=sha("fine"), metric="faithfulness",
+                        label="NO", labeler=labeler)]  # fmt: skip
+    metrics = ["faithfulness", "@relevance"]
+    rows = sheet_rows([Drawn(case, ["run"])], metrics, "seed 0", with_judge=True, given=given)
+    rows[0]["note"] = labeler.replace("ann", "a note")  # as a person's note comes back
+    csv_path, _ = write_sheet(tmp_path / "sheet.csv", rows)
+    with csv_path.open(encoding="utf-8-sig", newline="") as fh:
+        header, cells = next(csv.reader(fh)), next(csv.reader(fh))
+    for column, cell in zip(header, cells, strict=True):
+        for value in (column, cell):  # nothing a spreadsheet would run, in any column
+            assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (column, cell)
+    by_name = dict(zip(header, cells, strict=True))
+    assert by_name["labeler"] == "'" + labeler
+    assert by_name["note"] == "'" + rows[0]["note"]
+    assert by_name["judge_@relevance"] == "'-1" and by_name["'@relevance"] == ""
+    vocabularies = {**VOCABULARIES, "@relevance": {"-1": 0.0, "1": 1.0}}
+    [label] = read_sheet(csv_path, vocabularies)  # '@relevance' is empty: one label
+    assert (label.metric, label.label, label.labeler) == ("faithfulness", "NO", labeler)
+    assert label.note == rows[0]["note"] and label.answer_sha256 == sha("fine")

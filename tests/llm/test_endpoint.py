@@ -378,3 +378,103 @@ def test_when_the_call_in_flight_fails_its_waiters_ask_again(tmp_path: Path) -> 
     assert isinstance(first, BackendError)
     assert backend.chats == 2  # one of the waiters asked again, the other waited for it
     assert [c.text for c in (second, third)] == ["answer 2"] * 2
+
+
+# -- a server out of the pool gets no further calls --------------------------------------------
+
+
+class Reachable(CountingBackend):
+    """A server of a pool that stops answering (`BackendUnavailable`) while ``down``."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.down = False
+        self.preflights = 0
+
+    async def preflight(self) -> str:
+        self.preflights += 1
+        if self.down:
+            from ragexp.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"could not connect to {self.url}")
+        return self.model_id
+
+    async def chat(self, messages: Sequence[Message]) -> Completion:
+        self.chats += 1
+        await asyncio.sleep(0.001)  # refused or answered, a call takes a moment
+        if self.down:
+            from ragexp.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"could not connect to {self.url}")
+        return Completion(f"{self.url} answer {self.chats}", 5, 2, 0.01, self.model_id)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.down:
+            from ragexp.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"could not connect to {self.url}")
+        return await super().embed(texts)
+
+
+URLS = ("http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3")
+
+
+def _reachable_pool() -> tuple[Any, dict[str, Reachable]]:
+    from ragexp.llm.endpoint import EndpointPool
+    from ragexp.llm.interface import BackendSpec
+
+    servers = {url: Reachable(url) for url in URLS}
+    spec = BackendSpec(name="scripted", factory=lambda config: servers[config.base_urls()[0]])  # type: ignore[arg-type,return-value]
+    return EndpointPool({"scripted": spec}), servers
+
+
+def _asked(i: int) -> list[Message]:
+    return [{"role": "user", "content": f"question {i}"}]
+
+
+def test_a_server_taken_out_mid_run_gets_no_further_call() -> None:
+    pool, servers = _reachable_pool()
+    a, b, c = (servers[url] for url in URLS)
+    config = LLMConfig(backend="scripted", model="m", base_url=list(URLS), concurrency=2)  # type: ignore[arg-type]
+
+    async def go() -> list[Completion]:
+        endpoint = pool.get("judge", config)
+        await pool.preflight()
+        for i in range(6):  # every server answers: each gets its share
+            await endpoint.chat(_asked(i))
+        assert (a.chats, b.chats, c.chats) == (2, 2, 2)
+        b.down = True
+        done = [await endpoint.chat(_asked(i)) for i in range(6, 12)]
+        assert endpoint.out_of_pool() == [URLS[1]]
+        tried = b.chats  # the call that found it down, none after
+        done += await asyncio.gather(*(endpoint.chat(_asked(i)) for i in range(12, 60)))
+        await endpoint.embed(["one text", "another"])
+        assert b.chats == tried == 3 and b.embeds == []
+        return done
+
+    done = asyncio.run(go())
+    assert len(done) == 54 and not any(c.text.startswith(URLS[1]) for c in done)
+    assert a.chats + c.chats == 2 + 2 + 54 and a.chats >= 20 and c.chats >= 20
+    assert b.preflights == 1
+
+
+def test_a_server_down_at_preflight_gets_no_call_at_all(capsys: pytest.CaptureFixture[str]) -> None:
+    pool, servers = _reachable_pool()
+    a, b, c = (servers[url] for url in URLS)
+    b.down = True
+    config = LLMConfig(backend="scripted", model="m", base_url=list(URLS), concurrency=2)  # type: ignore[arg-type]
+
+    async def go() -> list[Completion]:
+        endpoint = pool.get("judge", config)
+        await pool.preflight()
+        b.down = False  # back up after preflight: it stays out all the same
+        done = [await endpoint.chat(_asked(i)) for i in range(4)]
+        done += await asyncio.gather(*(endpoint.chat(_asked(i)) for i in range(4, 40)))
+        await endpoint.embed(["a text"])
+        return done
+
+    done = asyncio.run(go())
+    assert len(done) == 40 and b.chats == 0 and b.embeds == []
+    assert a.chats + c.chats == 40
+    assert "taken out of the pool, 2 server(s) left" in capsys.readouterr().err

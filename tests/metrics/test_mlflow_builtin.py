@@ -18,7 +18,7 @@ import pytest
 from ragexp.config.schema import RunConfig
 from ragexp.config.validate import validate_config
 from ragexp.errors import ConfigError
-from ragexp.metrics.mlflow_builtin import LITELLM_FREE_FROM, _version
+from ragexp.metrics.mlflow_builtin import check_model_reachable, release
 from ragexp.plugins.manager import Registry, load_plugins
 from ragexp.results.case import CaseResult
 from tests.config.test_schema import valid_raw
@@ -43,10 +43,18 @@ def judge(model: str, messages: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps({"rationale": f"{model}: {verdict}", "result": verdict})
 
 
+def before_3_11(version: str) -> bool:
+    """Whether MLflow ``version`` predates 3.11 (its judges need LiteLLM for ``ollama:/``), as
+    `packaging` reads it: not ragexp's own parser."""
+    from packaging.version import Version
+
+    return Version(version).release[:2] < (3, 11)
+
+
 def checked_or_refused(raw: dict[str, Any], reg: Registry) -> RunConfig | None:
     """The config, or None where MLflow's judges need the ``openai`` package that is not
     installed (MLflow before 3.11), after checking the config says so in one line."""
-    if _version(mlflow.__version__) < LITELLM_FREE_FROM and not importlib.util.find_spec("openai"):
+    if before_3_11(mlflow.__version__) and not importlib.util.find_spec("openai"):
         with pytest.raises(ConfigError, match="needs `pip install openai` for model openai:/"):
             validate_config(raw, reg.known())  # MLflow 3.6's judges call OpenAI's client
         return None
@@ -139,7 +147,7 @@ def test_an_ollama_model_that_needs_litellm_is_one_config_line() -> None:
     reg = load_plugins([])
     options = {"relevance_to_query": {"model": "ollama:/qwen2.5:7b"}}
     raw = {**valid_raw(), "metrics": ["mlflow:RelevanceToQuery"], "metric_options": options}
-    needs = _version(mlflow.__version__) < LITELLM_FREE_FROM
+    needs = before_3_11(mlflow.__version__)
     if needs and importlib.util.find_spec("litellm") is None:
         with pytest.raises(ConfigError, match="needs `pip install litellm` for model ollama:/"):
             validate_config(raw, reg.known())
@@ -184,3 +192,66 @@ def test_retrieval_relevance_scores_the_share_of_relevant_chunks(
         result = case.metrics["retrieval_relevance"]
         assert (result.error, result.score, result.label) == (None, 0.5, None)
         assert result.raw == "chunk: yes\nchunk: no"
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("3.17.2", (3, 17, 2)),
+        ("3.17", (3, 17, 0)),  # not 3.1
+        ("3.10.1", (3, 10, 1)),  # not 3.1
+        ("3.11.0", (3, 11, 0)),
+        ("3.6.0rc1", (3, 6, 0)),
+        ("3.6rc1", (3, 6, 0)),  # not 3.61
+        ("3.11.0.dev0", (3, 11, 0)),
+        ("4.0.0.dev0", (4, 0, 0)),
+        ("3.1", (3, 1, 0)),
+        ("10.2.3+local", (10, 2, 3)),
+    ],
+)
+def test_mlflows_version_reads_as_its_release_numbers(
+    version: str, expected: tuple[int, int, int]
+) -> None:
+    assert release(version) == expected
+
+
+class _Relevance:
+    """What `check_model_reachable` reads of a built-in scorer."""
+
+    class cls:
+        pass
+
+    name = "relevance_to_query"
+
+    def build(self, options: dict[str, Any]) -> Any:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"),
+    [
+        ("3.6.0", True), ("3.6.0rc1", True), ("3.10.1", True), ("3.1", True), ("3.1.9", True),
+        ("3.11.0", False), ("3.11.0rc1", False), ("3.17", False), ("3.17.2", False),
+        ("3.110", False), ("4.0.0.dev0", False),
+    ],
+)  # fmt: skip
+def test_an_ollama_model_without_litellm_is_refused_only_before_3_11(
+    version: str, refused: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At literal versions of MLflow, with neither LiteLLM nor OpenAI's client installed: an
+    ``ollama:/`` model is refused before 3.11 only; an ``openai:/`` one needs OpenAI's client
+    there too; a model of no provider (a gateway endpoint's name) is never refused."""
+    real = importlib.util.find_spec
+    absent = {"litellm", "openai"}
+    monkeypatch.setattr(mlflow, "__version__", version)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in absent else real(name, *a)
+    )
+    scorer: Any = _Relevance()
+    for model, package in (("ollama:/qwen2.5:7b", "litellm"), ("openai:/gpt-x", "openai")):
+        if refused:
+            with pytest.raises(ValueError, match=f"needs `pip install {package}` for model"):
+                check_model_reachable(scorer, model)
+        else:
+            check_model_reachable(scorer, model)  # accepted: no error
+    check_model_reachable(scorer, "my-endpoint")

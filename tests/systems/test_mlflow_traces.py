@@ -159,3 +159,47 @@ def test_a_rerun_replaces_ragexps_feedback_and_leaves_the_rest(
         ours = ("LLM_JUDGE", "qwen2.5:7b", "YES" if planted else "NO")
         theirs = [("HUMAN", "ana", "NO"), ("LLM_JUDGE", "openai:/x", "yes")]
         assert sorted(feedback) == sorted([ours, *(theirs if trace_id == first else [])])
+
+
+def test_ragexps_own_traces_in_the_same_experiment_are_never_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team that logs ragexp's runs into its application's experiment: the case traces and the
+    judged pairs' traces ragexp logged there, newer than the team's, are no cases, and do not
+    use up ``system.max_results``."""
+    import time
+    from dataclasses import replace
+
+    from ragexp.config import validate_config
+    from ragexp.results.case import CaseResult, LLMCall
+    from ragexp.systems.mlflow_traces import load_traces, traces_dataset
+    from ragexp.tracking.pair_traces import PairCalls, log_pair_traces
+    from ragexp.tracking.traces import case_record
+    from ragexp.tracking.writer import Begin, RunWriter, Stores, Target
+    from tests.config.test_schema import KNOWN, valid_raw
+    from tests.tracking.test_writer import _cases, _config
+
+    monkeypatch.chdir(tmp_path)
+    with fluent_store(tmp_path, "toy-app") as uri:
+        team = log_app_traces(3)
+    writer = RunWriter(Target(uri, "toy-app", "ragexp run"), Stores().get(uri, "toy-app"))
+    run_id = writer.create_run(Begin({}, {}, 1_000))
+    now = time.time_ns()
+    call = LLMCall(role="generate", backend="ollama", model="m", model_id="d", text="At 6.",
+                   latency_s=0.1, start_ns=now)  # fmt: skip
+    fresh = [CaseResult(case_id=f"n{i}", question="When?", answer="At 6.", generation=call)
+             for i in range(3)]  # fmt: skip
+    writer.write([case_record(case, _config(uri)) for case in [*_cases(), *fresh]])
+    assert not writer.failures and len(writer.trace_ids) == 6
+    judged = call.model_copy(update={"role": "judge:pairwise", "text": "A"})
+    pairs = [PairCalls(f"p{i}", "Quand ouvre-t-il ?", "A", judged, judged) for i in range(3)]
+    log_pair_traces(uri, run_id, pairs)
+    for max_results in (100, 3):  # ragexp's traces are the newest: they take no place
+        config = SystemConfig(kind="mlflow_traces", experiment="toy-app", max_results=max_results)
+        assert {t.info.trace_id for t in load_traces(config, uri)} == set(team)
+    raw = valid_raw()
+    raw["system"] = {"kind": "mlflow_traces", "experiment": "toy-app"}
+    raw["tracking"]["tracking_uri"] = uri
+    run = validate_config(raw, replace(KNOWN, systems=frozenset({"ragexp", "mlflow_traces"})))
+    dataset = traces_dataset(run.system, run)
+    assert sorted(case.id for case in dataset.cases) == sorted(team)

@@ -2,8 +2,10 @@
 as JSONL), one empty column per metric to fill in; and reading a filled sheet back as labels.
 
 The judge's verdicts are left out unless asked for (``--with-judge``): people label blind. Every
-CSV cell is written so a spreadsheet shows it as text, never runs it as a formula, and is read
-back as it was (`ragexp.labels.cells`); a label binds to its answer by ``answer_sha256``.
+CSV cell, the header's included (a metric's name) and whatever its column (the case's text, a
+labeler, a note, a judge's label), is written through one function so a spreadsheet shows it as
+text, never runs it as a formula, and is read back as it was (`ragexp.labels.cells`); a label
+binds to its answer by ``answer_sha256``.
 """
 
 from __future__ import annotations
@@ -79,9 +81,9 @@ def write_sheet(path: Path, rows: Sequence[Mapping[str, str]]) -> tuple[Path, Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0]) if rows else [*FIXED, *TRAILING]
     with path.open("w", encoding="utf-8-sig", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows({k: to_cell(v) for k, v in row.items()} for row in rows)
+        writer = csv.writer(fh)
+        writer.writerow([to_cell(column) for column in columns])  # a metric's name too
+        writer.writerows([to_cell(row.get(column, "")) for column in columns] for row in rows)
     jsonl = path.with_suffix(".jsonl")
     jsonl.write_text(
         "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
@@ -138,6 +140,8 @@ def _rows(path: Path, vocabularies: Vocabularies) -> Iterator[tuple[str, dict[st
             yield where, row
         return
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    if reader.fieldnames is not None:
+        reader.fieldnames = [from_cell(name) for name in reader.fieldnames]
     if reader.fieldnames is None or "case_id" not in reader.fieldnames:
         raise ConfigError(
             f"{path}:1: no case_id column; give the sheet `ragexp label export` wrote"

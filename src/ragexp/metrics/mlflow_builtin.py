@@ -13,6 +13,7 @@ before MLflow 3.11) is refused the same way when ``litellm`` is not installed, n
 from __future__ import annotations
 
 import importlib.util
+import re
 from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -23,9 +24,11 @@ NOT_OPTIONS = frozenset({"name", "aggregations", "description", "required_column
 NATIVE_PROVIDERS = frozenset({"openai", "anthropic", "bedrock", "mistral", "endpoints"})
 """Providers MLflow's judges reach without LiteLLM in every MLflow from 3.6."""
 
-LITELLM_FREE_FROM = (3, 11)
+LITELLM_FREE_FROM = (3, 11, 0)
 """The MLflow from which its judges reach every provider of its gateway (``ollama:/``...)
 without LiteLLM (mlflow#21739); checked as installed: 3.6.0 needs LiteLLM, 3.17.2 does not."""
+RELEASE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+"""A version's release numbers, as its text begins (``3.11.0rc1``: 3, 11, 0)."""
 
 
 class Builtin(Protocol):
@@ -73,7 +76,7 @@ def check_model_reachable(builtin: Builtin, model: Any) -> None:
     if not isinstance(model, str) or ":/" not in model:
         return
     provider = model.split(":/", 1)[0]
-    if _version(mlflow.__version__) >= LITELLM_FREE_FROM:
+    if release(mlflow.__version__) >= LITELLM_FREE_FROM:
         return
     if provider == "openai" and importlib.util.find_spec("openai") is None:
         raise ValueError(
@@ -88,7 +91,11 @@ def check_model_reachable(builtin: Builtin, model: Any) -> None:
         )
 
 
-def _version(text: str) -> tuple[int, int]:
-    major, _, rest = text.partition(".")
-    minor = "".join(c for c in rest.partition(".")[0] if c.isdigit())
-    return int(major), int(minor or 0)
+def release(version: str) -> tuple[int, int, int]:
+    """A version's major, minor and micro numbers (``3.17`` -> 3, 17, 0; ``3.6.0rc1`` ->
+    3, 6, 0; a pre-release counts as its release); `ValueError` when it starts with none."""
+    found = RELEASE.match(version.strip())
+    if found is None:
+        raise ValueError(f"not a version: {version!r}")
+    major, minor, micro = found.groups()
+    return int(major), int(minor or 0), int(micro or 0)

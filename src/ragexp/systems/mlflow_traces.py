@@ -4,8 +4,9 @@ store that ``system.filter`` (MLflow's trace search syntax) selects, up to ``sys
 is a case: its id the trace id, its question the request, its answer the response, its contexts
 (and their document ids) the documents of its RETRIEVER spans, its reference the trace's
 ``expected_response`` expectation. The run writes the verdicts back onto those traces
-(`SystemSpec.verdicts_to_traces`); no cases file is read. Traces ragexp's own runs logged (tagged
-``ragexp.case_id``) are never cases.
+(`SystemSpec.verdicts_to_traces`); no cases file is read. Traces ragexp's own runs logged (a
+case's, tagged ``ragexp.case_id``, or a judged pair's, ``ragexp.pairwise.case_id``:
+`ragexp.results.trace_tags`) are never cases, and do not count against ``system.max_results``.
 
 Reading a trace (`trace_request`, `trace_response`, `retriever_contexts`) is shared with
 `ragexp.mlflow`'s scorers. MLflow is imported when the system starts, through its public API.
@@ -26,14 +27,13 @@ from ragexp.config.tracking import EXPERIMENT_ENV
 from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import ConfigError, RagexpWarning, SystemFailed, first_line
 from ragexp.results.case import RetrievedChunk
+from ragexp.results.trace_tags import is_own_trace
 from ragexp.systems.interface import SystemAnswer, SystemContext
 from ragexp.systems.shapes import ANSWER_KEYS, read_context
 
 QUESTION_KEYS = ("question", "query", "input", "request", "prompt")
 """Where a request may hold the question, in this order."""
 REFERENCE_NAMES = ("expected_response", "reference", "expected_answer")
-RAGEXP_CASE_TAG = "ragexp.case_id"
-"""The tag of the traces ragexp's own runs log (`ragexp.tracking.assessments.CASE_TAG`)."""
 PAGE = 500
 
 
@@ -70,7 +70,7 @@ def load_traces(config: SystemConfig, uri: str) -> list[Any]:
                 locations=[found.experiment_id], filter_string=config.filter,
                 max_results=min(PAGE, config.max_results - len(traces)), page_token=token,
             )  # fmt: skip
-            traces.extend(t for t in page if RAGEXP_CASE_TAG not in (t.info.tags or {}))
+            traces.extend(t for t in page if not is_own_trace(t.info.tags))
             token = page.token
             if not token:
                 break

@@ -22,11 +22,9 @@ from typing import Any
 from ragexp.errors import ConfigError, first_line
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.results.labels import HumanLabel, Vocabularies, answer_sha256, canonical_label
+from ragexp.results.trace_tags import ANSWER_TAG, CASE_TAG
 from ragexp.tracking.records import Assessment
 
-CASE_TAG = "ragexp.case_id"
-ANSWER_TAG = "ragexp.answer_sha256"
-"""Trace tags that name the case and its exact answer (what a label belongs to)."""
 PAGE = 500
 
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragexp.results.case import LLMCall
+from ragexp.results.trace_tags import PAIR_TAG
 from ragexp.tracking import names
 from ragexp.tracking.records import CaseTrace, log_traces
 from ragexp.tracking.traces import SpanBuilder, call_end, chat_usage, json_value, span_metadata
 
-PAIR_TAG = "ragexp.pairwise.case_id"
 ORDERS = ("A shown first", "B shown first")
 
 

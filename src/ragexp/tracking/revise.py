@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from mlflow.tracing.client import TracingClient
 
 
+HUMAN = "HUMAN"
+"""MLflow's source type of a person's assessment."""
+
+
 @dataclass(frozen=True)
 class Revision:
     """A logged case whose verdict changed: its new table row and the new feedback of each
@@ -30,8 +34,10 @@ def revise_traces(
     client: TracingClient, trace_ids: Mapping[str, str], revised: Sequence[Revision]
 ) -> int:
     """Update each revised case's logged feedback (the trace's assessment of that name from the
-    same kind of source) to the new verdict; returns how many feedbacks were updated. A case
-    whose trace was not logged is skipped (its failure was already counted)."""
+    same kind of source) to the new verdict; returns how many feedbacks were updated. A person's
+    (HUMAN) feedback is never updated, whatever source the revision carries: revisions are the
+    judges' verdicts. A case whose trace was not logged is skipped (its failure was already
+    counted)."""
     updated = 0
     for revision in revised:
         trace_id = trace_ids.get(revision.case_id)
@@ -45,7 +51,7 @@ def revise_traces(
                     for a in logged
                     if a.name == feedback.name
                     and a.feedback is not None
-                    and str(a.source.source_type) == feedback.source_type
+                    and str(a.source.source_type) == feedback.source_type != HUMAN
                 ),
                 None,
             )

@@ -22,8 +22,9 @@ from typing import Any
 from ragexp.config.schema import RunConfig
 from ragexp.results.case import CaseResult, JurorVerdict, LLMCall
 from ragexp.results.labels import answer_sha256
+from ragexp.results.trace_tags import ANSWER_TAG, CASE_TAG
 from ragexp.tracking import names
-from ragexp.tracking.assessments import ANSWER_TAG, CASE_TAG, human_feedback, judge_feedback
+from ragexp.tracking.assessments import human_feedback, judge_feedback
 from ragexp.tracking.records import Assessment, CaseRecord, CaseTrace
 from ragexp.tracking.run import table_row
 

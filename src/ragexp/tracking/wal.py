@@ -24,6 +24,8 @@ from typing import Any
 BUSY_TIMEOUT_MS = 20000
 """How long a connection waits for another process's lock (MLflow's own sessions set the same),
 set first: two processes switching one database to WAL at once would otherwise collide."""
+FOLD_TIMEOUT_S = 5.0
+"""How long `fold_log` waits for another connection to the store (SQLite's busy handler)."""
 _OPENED: list[sqlite3.Connection] = []
 """The SQLite connections opened in this process since `use_wal` (for `close_connections`)."""
 
@@ -61,16 +63,34 @@ def close_connections() -> None:
             _OPENED.pop().close()
 
 
-def fold_log(db: Path) -> None:
+def fold_log(db: Path, timeout: float | None = None) -> str | None:
     """Fold the write-ahead log of ``db`` back into it now (SQLite's ``wal_checkpoint(TRUNCATE)``),
     for the process that started a tracking process, once that one has ended (killed, it closed
     no connection; this process may hold MLflow's own, from the verdicts written back onto
-    traces): ``mlflow.db`` then holds every run on its own. Best effort: a store kept busy by
-    another process folds its log when that one closes."""
+    traces): ``mlflow.db`` then holds every run on its own.
+
+    Another connection may hold the store (the MLflow UI, another job). SQLite then copies every
+    log frame it can into the file, never one a reader still needs from the log, waits up to
+    ``timeout`` (default `FOLD_TIMEOUT_S`) for that connection (its busy handler retries), and
+    leaves the log as it is: nothing is lost or damaged (the store is its file and its log), and
+    the log folds when the last connection closes. Returns None when the file alone holds every
+    committed write (the log folded, or copied whole), else a line saying what is left in the
+    log and why. A reader on an older state is such a case: SQLite then copies no page whose
+    newest version is past that state (measured, SQLite 3.40: the file alone read as
+    "malformed" until the fold)."""
     if not db.is_file():
-        return
-    with (
-        contextlib.suppress(sqlite3.Error),
-        contextlib.closing(sqlite3.connect(db, timeout=5)) as c,
-    ):
-        c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return None
+    try:
+        wait = FOLD_TIMEOUT_S if timeout is None else timeout
+        with contextlib.closing(sqlite3.connect(db, timeout=wait)) as c:
+            busy, log, copied = c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        return f"could not fold the write-ahead log of {db} into it ({exc})"
+    if log <= copied:  # every frame in the file (-1, -1: no log, not in WAL mode)
+        return None
+    return (
+        f"{log - copied} of the {log} frames of {db}'s write-ahead log are not in the file yet: "
+        f"another connection reads the store as it was before them (busy={busy}); the file "
+        "alone is no whole copy of the store until they fold in, when the last connection to "
+        "it closes"
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import multiprocessing
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,8 @@ class TrackingProcess:
     def stop(self) -> None:
         """End the process: asked first, killed if it does not go; then a sqlite store's
         write-ahead log is folded into its file here (`fold_log`), as the process's own exit
-        does unless it was killed, so ``mlflow.db`` alone holds every run either way."""
+        does unless it was killed, so ``mlflow.db`` alone holds every run either way; a note
+        says so when another connection to the store keeps part of the log out of the file."""
         if self.alive():
             with contextlib.suppress(Exception):
                 self.inbox.put(Quit())
@@ -69,8 +71,9 @@ class TrackingProcess:
             self.process.kill()
             self.process.join()
         db = sqlite_path(self.store[0]) if self.store is not None else None
-        if db is not None:
-            fold_log(db)
+        note = fold_log(db) if db is not None else None
+        if note is not None:
+            print(f"ragexp: note: {note}", file=sys.stderr)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import asyncio
 import fcntl
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,109 @@ def test_a_core_is_given_up_only_to_a_process_that_stays_busy() -> None:
     assert after([3, 3]) == [1, 1]  # never below one
     assert after([0]) == [2]  # back at the first look that finds it free
     assert after([None]) == [2]  # no /proc: every core
+
+
+# -- batched decoding: every step in its turn -------------------------------------------------
+
+
+def _lock_held(path: str) -> bool:
+    """Whether some open file holds the exclusive ``flock`` on ``path`` now (a probe through an
+    open file of its own, as another worker's would be)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's own lock, if it got one
+    return False
+
+
+class _SteppedEngine:
+    """A batched engine whose every step notes whether the machine's lock was held, and whose
+    ``busy``, read between steps, notes whether it was free then."""
+
+    def __init__(self, lock: str) -> None:
+        from ragexp.llm.embedded.batch import _Slot
+
+        self.lock = lock
+        self.slots = [_Slot(i) for i in range(4)]
+        self.waiting: list[Any] = []
+        self.in_flight: list[Any] = []
+        self.held_in_steps: list[bool] = []
+        self.held_between: list[bool] = []
+
+    @property
+    def busy(self) -> bool:
+        busy = bool(self.waiting or self.in_flight)
+        if busy:
+            self.held_between.append(_lock_held(self.lock))
+        return busy
+
+    def prepare(self, request: dict[str, Any]) -> Any:
+        import time
+
+        from ragexp.llm.embedded.batch import _Sequence
+
+        return _Sequence(request["id"], [1, 2, 3], [], request["max_tokens"], None,
+                         time.perf_counter())  # fmt: skip
+
+    def submit(self, seq: Any) -> None:
+        self.waiting.append(seq)
+
+    def step(self) -> list[Any]:
+        self.held_in_steps.append(_lock_held(self.lock))
+        self.in_flight += self.waiting
+        self.waiting = []
+        for seq in self.in_flight:
+            seq.completion.append(7)
+            seq.text += b"x"
+        finished = [s for s in self.in_flight if len(s.completion) == s.max_tokens]
+        self.in_flight = [s for s in self.in_flight if s not in finished]
+        return finished
+
+
+def test_every_batched_decoding_step_runs_in_its_turn_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step of the batched path holds the machine's lock (another worker's probe finds it
+    taken), and between two steps the lock is free for the other workers."""
+    import io
+    import json
+    import sys
+    import tempfile
+    from types import SimpleNamespace
+
+    from ragexp.llm.embedded import worker
+
+    llama_cpp = SimpleNamespace(llama_print_system_info=lambda: b"fake")  # all serve reads
+    monkeypatch.setitem(sys.modules, "llama_cpp", llama_cpp)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("RAGEXP_LLAMA_SHARE_CPU", "1")
+    engine = _SteppedEngine(worker.lock_path())
+    fitted: list[bool] = []
+
+    class Model:
+        def __init__(self, *args: Any) -> None:
+            self.engine = engine
+            self.parallel = 4
+
+        def fit_threads(self) -> None:
+            fitted.append(_lock_held(engine.lock))
+
+    monkeypatch.setattr(worker, "_Model", Model)
+    lines = [{"op": "load", "path": "m.gguf", "n_ctx": 512, "seed": 0, "parallel": 4}]
+    for i, n in enumerate((2, 5, 3)):
+        lines.append({"op": "chat", "id": i, "messages": [], "max_tokens": n})
+    requests = io.StringIO("".join(json.dumps(line) + "\n" for line in lines))
+    out = io.StringIO()
+    assert worker.serve(requests, out) == 0
+    answers = [json.loads(line) for line in out.getvalue().splitlines()[1:]]
+    assert answers[0] == {"ok": True, "parallel": 4}
+    texts = sorted((a["id"], a["text"]) for a in answers[1:])
+    assert texts == [(0, "xx"), (1, "xxxxx"), (2, "xxx")]
+    assert len(engine.held_in_steps) >= 5  # the longest answer's tokens, one step each
+    assert all(engine.held_in_steps), engine.held_in_steps
+    assert fitted == [True] * len(engine.held_in_steps)  # threads fitted in the turn too
+    assert len(engine.held_between) >= len(engine.held_in_steps)
+    assert not any(engine.held_between), engine.held_between
