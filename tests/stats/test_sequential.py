@@ -13,6 +13,7 @@ from scipy import stats
 
 from ragexp.stats.sequential import (
     ConfidenceSequence,
+    Weighting,
     difference_sequence,
     mean_sequence,
     not_worse,
@@ -233,23 +234,32 @@ def test_under_the_null_wrong_verdicts_stay_under_alpha_and_the_trap_inflates(
     assert trap > 0.12  # 20 looks: the re-tested t-test says "better" or "worse" 2.5 x too often
 
 
-def _coverage(weighting: str, seed: int) -> tuple[float, float]:
-    """Share of runs whose sequence held the true mean at every look (Beta scores, or 0/1
-    labels in documents of 1-5 cases whose chance grows with their size): the mean over cases
-    is E[n p] / E[n] = 0.54, the mean of document means E[p] = 0.46."""
+def _coverage_world(
+    rng: np.random.Generator, world: str
+) -> tuple[np.ndarray, list[str] | None, float]:
+    """Scores, clusters and the true mean: Beta(2, 5) scores (mean 2/7); 0/1 labels in
+    documents of n = 1-5 cases whose chance p = 0.2 n − 0.1 grows with their size (the mean
+    over cases E[n p] / E[n] = (0.2 · 11 − 0.1 · 3) / 3 = 19/30, the mean of document means
+    E[p] = 0.5); or documents of 5 cases that all share one fair coin's label (mean 0.5)."""
+    if world == "none":
+        return rng.beta(2, 5, CASES), None, 2 / 7
+    if world == "shared":
+        x = np.repeat(rng.random(CASES // 5) < 0.5, 5).astype(float)
+        return x, [str(i // 5) for i in range(CASES)], 0.5
+    sizes = rng.integers(1, 6, CASES)
+    doc = np.repeat(np.arange(CASES), sizes)[:CASES]
+    x = (rng.random(CASES) < 0.2 * sizes[doc] - 0.1).astype(float)
+    return x, [str(d) for d in doc], 19 / 30 if world == "cases" else 0.5
+
+
+def _coverage(world: str, seed: int) -> tuple[float, float]:
+    """Share of runs whose sequence held the true mean at every look, and the last half-width."""
     rng = np.random.default_rng(seed)
+    weighting: Weighting = "clusters" if world == "clusters" else "cases"
     covered = 0
     for _ in range(REPS):
-        if weighting == "none":
-            x, clusters, truth = rng.beta(2, 5, CASES), None, 2 / 7
-            sequence = mean_sequence()
-        else:
-            sizes = rng.integers(1, 6, CASES)
-            doc = np.repeat(np.arange(CASES), sizes)[:CASES]
-            x = (rng.random(CASES) < 0.12 * sizes[doc] + 0.1).astype(float)
-            clusters = [str(d) for d in doc]
-            truth = 0.54 if weighting == "cases" else 0.46
-            sequence = mean_sequence(weighting=weighting, max_cluster_size=5)  # type: ignore[arg-type]
+        x, clusters, truth = _coverage_world(rng, world)
+        sequence = mean_sequence(weighting=weighting, max_cluster_size=5 if clusters else 1)
         seen, inside = 0, True
         for end in _looks(clusters or [str(i) for i in range(CASES)]):
             sequence.update(x[seen:end], clusters[seen:end] if clusters else None)
@@ -260,8 +270,8 @@ def _coverage(weighting: str, seed: int) -> tuple[float, float]:
     return covered / REPS, sequence.half_width()
 
 
-@pytest.mark.parametrize("weighting", ["none", "cases", "clusters"])
-def test_coverage_at_every_look(weighting: str) -> None:
-    coverage, half_width = _coverage(weighting, seed=7)
+@pytest.mark.parametrize("world", ["none", "cases", "clusters", "shared"])
+def test_coverage_at_every_look(world: str) -> None:
+    coverage, half_width = _coverage(world, seed=7)
     assert coverage >= 0.95
     assert half_width < 0.2  # and it says something: at 400 cases it is not the whole range
