@@ -46,6 +46,18 @@ def test_each_pair_runs_at_alpha_over_the_pairs() -> None:
     assert race.interval("c", "a") == (-upper, -lower)
 
 
+def test_documents_are_the_units_of_every_pair() -> None:
+    race = Race(["a", "b", "c"], max_cluster_size=3)
+    clusters = [f"doc{i // 3}" for i in range(60)]
+    rng = np.random.default_rng(5)
+    scores = _scores(rng, {"a": 0.5, "b": 0.6, "c": 0.7}, 60)
+    race.update(scores, clusters)
+    alone = difference_sequence(0.05 / 3, max_cluster_size=3)
+    alone.update(scores["c"] - scores["b"], clusters)
+    assert race.interval("b", "c") == alone.interval()
+    assert race.pairs[("a", "b")].units == 20
+
+
 def test_a_job_is_dropped_by_a_rival_better_by_more_than_the_effect() -> None:
     race = Race(["low", "high"], effect=0.1)
     race.update({"low": [0.0] * 200, "high": [1.0] * 200})

@@ -125,6 +125,18 @@ def test_a_cluster_comes_in_one_batch() -> None:
         sequence.update([1.0], ["a"])
 
 
+def test_scores_that_contradict_every_mean_leave_it_empty() -> None:
+    sequence = mean_sequence()
+    sequence.update([0.0] * 200)  # a system whose scores drifted: no single mean fits
+    assert not sequence.empty
+    sequence.update([1.0] * 2000)
+    assert sequence.empty
+    lower, upper = sequence.interval()
+    assert upper - lower == pytest.approx(0.002)
+    sequence.update([1.0] * 20)
+    assert sequence.interval() == (lower, upper)
+
+
 class _Fixed(ConfidenceSequence):
     """A sequence of a difference whose bounds are given."""
 

@@ -66,7 +66,11 @@ class ConfidenceSequence:
     """The hedged betting confidence sequence of one mean, updated batch by batch and read after
     each (`interval`); scores in [``low``, ``high``] (a score in [0, 1], a difference in
     [−1, 1]). Valid at every look at level ``alpha``: the chance that it ever misses the mean,
-    over the whole run, is at most ``alpha``."""
+    over the whole run, is at most ``alpha``.
+
+    ``max_cluster_size`` is the bound N of ``weighting="cases"`` (the module's docstring): the
+    most cases any cluster can have, fixed before the first batch; without clusters keep it 1
+    (a larger N is still valid, only wider). ``grid`` is the number of grid steps."""
 
     def __init__(
         self,
@@ -186,11 +190,19 @@ class ConfidenceSequence:
         """(lower, upper): the bounds of the mean at level 1 − alpha, valid at this look and
         every other; (low, high) before any case."""
         kept = np.flatnonzero(self._worst < self._threshold)
-        if kept.size == 0:  # every candidate rejected at some look (chance ≤ alpha): the least
+        if kept.size == 0:  # `empty`: the candidate whose capital stayed lowest
             kept = np.array([int(np.argmin(self._worst))])
         lower = max(0.0, float(self.grid[kept[0]]) - self._step)
         upper = min(1.0, float(self.grid[kept[-1]]) + self._step)
         return self._unscale(lower), self._unscale(upper)
+
+    @property
+    def empty(self) -> bool:
+        """Every candidate mean was rejected at some look, so the sequence holds none: a chance
+        of at most alpha when the cases are a random sample, more likely a sign that the scores
+        drifted (they were not in a random order). `interval` is then the candidate whose
+        capital stayed lowest, ± one grid step, and further batches change nothing."""
+        return self._span == (0, 0)
 
     def half_width(self) -> float:
         lower, upper = self.interval()
