@@ -1,0 +1,129 @@
+"""A race of configurations (`ragexp.stats.race`): the error split over pairs, what drops a job,
+and by simulation the planted world of issue 39 (true means 0.60, 0.70, 0.75 and 0.85 over 800
+cases: the best is never dropped and the race costs at most half of the fixed 4 × 800 design)
+and a null race (equal jobs: no job dropped, at most `ALPHA` of the time)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragexp.stats.race import Race
+from ragexp.stats.sequential import difference_sequence
+
+BATCH = 20
+
+
+def _scores(rng: np.random.Generator, means: dict[str, float], cases: int) -> dict[str, np.ndarray]:
+    """0/1 labels per job; a case's difficulty (±0.1) is shared by every job, so each job's
+    true mean is exactly its given mean."""
+    shift = rng.uniform(-0.1, 0.1, cases)
+    return {job: (rng.random(cases) < m + shift).astype(float) for job, m in means.items()}
+
+
+def _race(race: Race, scores: dict[str, np.ndarray], cases: int) -> int:
+    """Runs a race to its end or the golden set's; returns the scores it asked for (calls)."""
+    calls = 0
+    for start in range(0, cases, BATCH):
+        alive = race.survivors
+        race.update({job: scores[job][start : start + BATCH] for job in alive})
+        calls += len(alive) * BATCH
+        if race.decided():
+            break
+    return calls
+
+
+def test_each_pair_runs_at_alpha_over_the_pairs() -> None:
+    race = Race(["a", "b", "c", "d"])
+    assert race.pair_alpha == pytest.approx(0.05 / 6)
+    rng = np.random.default_rng(3)
+    scores = _scores(rng, {"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5}, 100)
+    race.update(scores)
+    alone = difference_sequence(0.05 / 6)
+    alone.update(scores["c"] - scores["a"])
+    assert race.interval("a", "c") == alone.interval()
+    lower, upper = alone.interval()
+    assert race.interval("c", "a") == (-upper, -lower)
+
+
+def test_documents_are_the_units_of_every_pair() -> None:
+    race = Race(["a", "b", "c"], max_cluster_size=3)
+    clusters = [f"doc{i // 3}" for i in range(60)]
+    rng = np.random.default_rng(5)
+    scores = _scores(rng, {"a": 0.5, "b": 0.6, "c": 0.7}, 60)
+    race.update(scores, clusters)
+    alone = difference_sequence(0.05 / 3, max_cluster_size=3)
+    alone.update(scores["c"] - scores["b"], clusters)
+    assert race.interval("b", "c") == alone.interval()
+    assert race.pairs[("a", "b")].units == 20
+
+
+def test_a_job_is_dropped_by_a_rival_better_by_more_than_the_effect() -> None:
+    race = Race(["low", "high"], effect=0.1)
+    race.update({"low": [0.0] * 200, "high": [1.0] * 200})
+    (drop,) = race.dropped
+    assert (race.mean("low"), race.mean("high"), race.leader()) == (0.0, 1.0, "high")
+    assert (drop.job, drop.rival, drop.round, drop.cases) == ("low", "high", 1, 200)
+    assert (drop.lower, drop.upper) == race.interval("low", "high")
+    assert drop.lower > 0.1
+    assert race.survivors == ["high"]
+    assert race.decided()
+    assert race.separated("low", "high") == "b better"
+    assert race.separated("high", "low") == "a better"
+
+
+def test_no_drop_within_the_effect_and_a_race_within_it_is_decided() -> None:
+    race = Race(["a", "b"], effect=0.3)
+    same = [1.0, 0.0] * 200
+    race.update({"a": same, "b": same})
+    assert race.dropped == []
+    assert race.separated("a", "b") == "within effect"
+    assert race.decided()
+
+
+@pytest.mark.parametrize(
+    ("scores", "message"),
+    [({"a": [1.0]}, "no scores for surviving job 'b'"),
+     ({"a": [1.0], "b": [1.0, 0.0]}, "the same cases")],
+)  # fmt: skip
+def test_a_batch_needs_every_survivor_on_the_same_cases(
+    scores: dict[str, list[float]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Race(["a", "b"]).update(scores)
+
+
+def test_planted_world_the_best_survives_for_at_most_half_the_calls() -> None:
+    means = {"g60": 0.60, "g70": 0.70, "g75": 0.75, "g85": 0.85}
+    rng = np.random.default_rng(39)
+    reps, cases, best_dropped, calls, alone, named = 100, 800, 0, [], 0, 0
+    for _ in range(reps):
+        race = Race(list(means))
+        calls.append(_race(race, _scores(rng, means, cases), cases))
+        best_dropped += "g85" not in race.survivors
+        alone += race.survivors == ["g85"]
+        named += race.leader() == "g85"
+    assert best_dropped == 0
+    assert named == reps
+    assert alone >= 0.6 * reps  # else 0.75 is still in: Δ = 0.10 at α / 6 takes ~800 cases
+    assert float(np.median(calls)) <= 4 * cases / 2
+
+
+def test_a_null_race_drops_no_job_at_most_alpha_of_the_time() -> None:
+    means = {job: 0.7 for job in "abcd"}
+    rng = np.random.default_rng(7)
+    reps, cases, wrong = 200, 400, 0
+    for _ in range(reps):
+        race = Race(list(means))
+        _race(race, _scores(rng, means, cases), cases)
+        wrong += bool(race.dropped)
+    assert wrong / reps <= 0.05
+
+
+@pytest.mark.parametrize(("effect", "dropped"), [(0.0, ["a"]), (0.1, [])])
+def test_a_rival_better_by_less_than_the_effect_drops_nothing(
+    effect: float, dropped: list[str]
+) -> None:
+    race = Race(["a", "b"], effect=effect)
+    race.update({"a": [0.5] * 400, "b": [0.55] * 400})  # b better by 0.05, on every case
+    assert [drop.job for drop in race.dropped] == dropped
