@@ -24,9 +24,10 @@ def test_a_jury_better_than_its_best_juror() -> None:
 
 
 def test_a_jury_no_better_than_its_best_juror_says_which_to_keep() -> None:
-    numbers = replace(BETTER, gain=0.01, gain_ci=(-0.04, 0.06), worth="no better")
+    # "no better" needs an interval that rules out a gain of 0.05 (stats/jury_card.py)
+    numbers = replace(BETTER, gain=0.01, gain_ci=(-0.04, 0.04), worth="no better")
     assert jury_verdict(numbers) == (
-        "no better than `qwen2.5:7b` alone (+0.01, -0.04–+0.06; the panel of 3 carries 2.1 "
+        "no better than `qwen2.5:7b` alone (+0.01, -0.04–+0.04; the panel of 3 carries 2.1 "
         "independent votes): use it and save 2 calls per case"
     )
     assert jury_verdict(replace(numbers, saved_calls=3.5)).endswith("save 3.5 calls per case")
@@ -57,5 +58,14 @@ def test_an_interval_that_leaves_a_material_gain_open_is_undecided_and_says_how_
     assert jury_verdict(numbers) == (
         "not shown better than `qwen2.5:7b` alone (+0.05, -0.07–+0.17, n = 40; the panel of 3 "
         "carries 2.1 independent votes): about 197 labels would tell; until then `qwen2.5:7b` "
+        "alone saves 2 calls per case"
+    )
+
+
+def test_an_undecided_jury_without_a_positive_gain_names_no_label_count() -> None:
+    numbers = replace(BETTER, gain=-0.01, gain_ci=(-0.2, 0.15), worth="undecided")
+    assert jury_verdict(numbers) == (
+        "not shown better than `qwen2.5:7b` alone (-0.01, -0.20–+0.15, n = 40; the panel of 3 "
+        "carries 2.1 independent votes): more labels would tell; until then `qwen2.5:7b` "
         "alone saves 2 calls per case"
     )

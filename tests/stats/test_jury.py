@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
+import krippendorff
 import numpy as np
 import pytest
 
-from ragexp.stats.jury import Vote, aggregate, krippendorff_alpha
+from ragexp.results.case import CaseResult, JurorVerdict, MetricResult
+from ragexp.stats.jury import Vote, aggregate, jury_summary, krippendorff_alpha
 
 YES, PARTIAL, NO = Vote(1.0, "YES"), Vote(0.5, "PARTIAL"), Vote(0.0, "NO")
 
@@ -59,3 +61,43 @@ def test_alpha_is_krippendorffs_ordinal_alpha() -> None:
 def test_alpha_is_undefined_without_variation_or_pairs() -> None:
     assert krippendorff_alpha(np.ones((3, 5))) is None
     assert krippendorff_alpha(np.array([[1.0, NAN], [NAN, 0.0]])) is None
+
+
+def _panel_cases() -> list[CaseResult]:
+    """Four answers judged by jurors a, b and c; c's replies to the first two held no label
+    (scored NO by the metric's fallback, no vote), and b failed on the last one."""
+    votes = {
+        "a": [("YES", True), ("NO", True), ("YES", True), ("YES", True)],
+        "b": [("YES", True), ("YES", True), ("NO", True), (None, False)],
+        "c": [("NO", False), ("NO", False), ("YES", True), ("YES", True)],
+    }
+    cases = []
+    for i in range(4):
+        jurors = []
+        for model, column in votes.items():
+            label, voted = column[i]
+            failed = label is None
+            jurors.append(
+                JurorVerdict(
+                    model=model, label=label, score=None if failed else SCORES[label],
+                    parse_ok=voted or failed, voted=voted,
+                    error="BackendUnavailable: down" if failed else None,
+                )
+            )  # fmt: skip
+        result = MetricResult(score=1.0, label="YES", jurors=jurors)
+        cases.append(CaseResult(case_id=f"c{i}", question="q", metrics={"faithfulness": result}))
+    return cases
+
+
+SCORES = {"YES": 1.0, "NO": 0.0}
+
+
+def test_a_juror_that_cast_no_vote_enters_neither_n_nor_mean_nor_alpha() -> None:
+    summary = jury_summary(_panel_cases(), "faithfulness")
+    assert summary is not None
+    assert [(j.model, j.n, j.mean, j.parse_failures, j.errors) for j in summary.jurors] == [
+        ("a", 4, 0.75, 0, 0), ("b", 3, pytest.approx(2 / 3), 0, 1), ("c", 2, 1.0, 2, 0),
+    ]  # fmt: skip
+    table = np.array([[1, 0, 1, 1], [1, 1, 0, NAN], [NAN, NAN, 1, 1]], dtype=float)
+    expected = krippendorff.alpha(reliability_data=table, level_of_measurement="ordinal")
+    assert summary.alpha == pytest.approx(expected)

@@ -36,11 +36,15 @@ def jury_verdict(numbers: JuryNumbers) -> str:
             f"{numbers.gain:+.2f} ({low:.2f}–{high:.2f})"
         )
     if numbers.worth == "undecided":
+        tell = (
+            f"about {numbers.labels_to_tell} labels would tell"
+            if numbers.labels_to_tell is not None
+            else "more labels would tell"
+        )
         return (
             f"not shown better than {best} alone ({numbers.gain:+.2f}, "
-            f"{low:+.2f}–{high:+.2f}, n = {numbers.n_labels}; {votes}): about "
-            f"{numbers.labels_to_tell} labels would tell; until then {best} "
-            f"alone saves {_calls(numbers.saved_calls)} calls per case"
+            f"{low:+.2f}–{high:+.2f}, n = {numbers.n_labels}; {votes}): {tell}; until then "
+            f"{best} alone saves {_calls(numbers.saved_calls)} calls per case"
         )
     return (
         f"no better than {best} alone ({numbers.gain:+.2f}, "

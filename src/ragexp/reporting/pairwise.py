@@ -173,8 +173,8 @@ def sweep_markdown(result: SweepPairwise, *, judge: str, calls_made: int, calls_
     lines += [
         "",
         f"Ranking by a Bradley–Terry fit with ties (evalica) over every decided pair; strength "
-        f"shown as the chance of beating {code(result.reference)}, {level}% interval by a "
-        "bootstrap over documents:",
+        f"shown as the chance of beating {code(result.reference)}, {level}% profile-likelihood "
+        "interval (documents move together):",
         "",
         f"| rank | job | chance of beating {code(result.reference, cell=True)} | {level}% CI | "
         "decided pairs |",

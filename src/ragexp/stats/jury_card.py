@@ -1,7 +1,8 @@
 """Is the jury worth it? With people's labels of a run's answers (``judge.panel``): each juror's
 agreement with people and the jury's, the correlation of the jurors' errors and Kish's effective
-number of independent votes, and the jury's agreement against its best juror's, paired by answer
-with a bootstrap interval. docs/juries.md states each formula."""
+number of independent votes, and the jury's agreement against its best juror's, paired by answer,
+with an interval that allows for the best juror being picked on the same labels.
+docs/juries.md states each formula."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import numpy as np
 
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.stats import CONFIDENCE
+from ragexp.stats.difference import difference_ci
 from ragexp.stats.intervals import z_value
-from ragexp.stats.judge_card import BOOTSTRAP, MIN_LABELS
+from ragexp.stats.judge_card import MIN_LABELS
 from ragexp.stats.jury import krippendorff_alpha, verdict_table
 from ragexp.stats.power import POWER
 
@@ -76,13 +78,16 @@ def _matches(label: str | None, humans: Sequence[str]) -> float:
     return float(sum(label == h for h in humans)) if label is not None else np.nan
 
 
-def jury_card(cases: Sequence[CaseResult], metric: str, seed: int = 0) -> JuryNumbers | None:
+def jury_card(cases: Sequence[CaseResult], metric: str) -> JuryNumbers | None:
     """The jury's numbers for ``metric`` over ``cases``; None when no panel judged it."""
-    results = [r for c in cases if (r := c.metrics.get(metric)) is not None and r.jurors]
-    if not results:
+    judged = [(c, r) for c in cases if (r := c.metrics.get(metric)) is not None and r.jurors]
+    if not judged:
         return None
+    results = [r for _, r in judged]
     models, table = verdict_table(results)
-    labelled = [r for r in results if r.human and r.error is None and r.score is not None]
+    kept = [(c, r) for c, r in judged if r.human and r.error is None and r.score is not None]
+    labelled = [r for _, r in kept]
+    clusters = [c.cluster or c.case_id for c, _ in kept]
     humans = [[h.label for h in r.human] for r in labelled]
     counts = np.array([len(h) for h in humans], dtype=float)
     jury = np.array([_matches(r.label, h) for r, h in zip(labelled, humans, strict=True)])
@@ -100,7 +105,7 @@ def jury_card(cases: Sequence[CaseResult], metric: str, seed: int = 0) -> JuryNu
     best = max(rated, key=lambda j: j.agreement or 0.0) if rated else None
     gain, gain_ci = None, None
     if best is not None:
-        gain, gain_ci = _gain(jury, per_juror[models.index(best.model)], counts, seed)
+        gain, gain_ci = gain_over_best(jury, per_juror, counts, models.index(best.model), clusters)
     errors = _errors(table, results, labelled, models)
     rho = mean_error_correlation(errors)
     n_labels = len(labelled)
@@ -122,28 +127,28 @@ def jury_card(cases: Sequence[CaseResult], metric: str, seed: int = 0) -> JuryNu
     )
 
 
-SMALL_GAIN = 0.02
-"""A gain over the best juror this small is none worth two more calls per case."""
 MATERIAL_GAIN = 0.05
-"""An interval reaching this gain leaves open that the panel is worth its calls."""
+"""A gain worth the panel's calls: an interval that rules it out says "no better"."""
 
 
 def _worth(
     n_labels: int, gain: float | None, gain_ci: tuple[float, float] | None
 ) -> tuple[Worth, int | None]:
-    """Better (the interval above 0), no better (a gain too small, or an interval that rules a
-    material one out), or undecided, with the labels that would show the gain observed."""
+    """Better (the interval above 0), no better (the interval rules a material gain out), or
+    undecided, with the labels that would show the gain observed (when it is positive)."""
     if n_labels < MIN_LABELS or gain is None or gain_ci is None:
         return "too few", None
     low, high = gain_ci
     if low > 0:
         return "better", None
-    if gain <= SMALL_GAIN or high < MATERIAL_GAIN:
+    if high < MATERIAL_GAIN:
         return "no better", None
+    if gain <= 0:
+        return "undecided", None
     from scipy.stats import norm
 
-    z = z_value()  # the gain's interval is a CONFIDENCE one
-    se = (high - low) / (2 * z)
+    z = z_value()  # the interval's lower side is a CONFIDENCE one
+    se = (gain - low) / z
     needed = n_labels * ((z + float(norm.ppf(POWER))) * se / gain) ** 2
     return "undecided", int(np.ceil(needed))
 
@@ -157,23 +162,40 @@ def _rate(matches: np.ndarray, counts: np.ndarray) -> float | None:
     return float(matches[kept].sum() / counts[kept].sum()) if kept.any() else None
 
 
-def _gain(
-    jury: np.ndarray, best: np.ndarray, counts: np.ndarray, seed: int
+def gain_over_best(
+    jury: np.ndarray,
+    jurors: np.ndarray,
+    counts: np.ndarray,
+    best: int,
+    clusters: Sequence[str] | None = None,
 ) -> tuple[float | None, tuple[float, float] | None]:
-    """The jury's agreement minus the best juror's on the answers both judged, and its
-    percentile bootstrap interval resampling those answers."""
-    both = ~np.isnan(jury) & ~np.isnan(best)
-    d, n = (jury - best)[both], counts[both]
-    if not d.size:
+    """The jury's agreement minus juror ``best``'s on the answers both judged, and its
+    interval. ``jury``: matches with people per answer (NaN: no verdict), ``jurors``: one such
+    row per juror, ``counts``: people's labels per answer.
+
+    The gain over the best juror is the smallest of the gains over each juror, and which juror
+    is best is itself read from the labels; so the interval is that of the minimum: from the
+    lowest of the jurors' lower bounds (each a two-sided CONFIDENCE bound, as the truly best
+    juror's alone already covers the minimum) to the lowest of their upper bounds (each at
+    1 − α/K for K jurors: all must hold at once). Each gain's bounds are those of a paired
+    difference (`ragexp.stats.difference`: Tango's interval for one label per answer, never
+    of zero width when the two agree on every label; cluster-robust otherwise)."""
+    both = ~np.isnan(jury) & ~np.isnan(jurors[best])
+    if not both.any():
         return None, None
-    gain = float(d.sum() / n.sum())
-    if d.size < 2:
+    gain = float((jury - jurors[best])[both].sum() / counts[both].sum())
+    if both.sum() < 2:
         return gain, None
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, d.size, (BOOTSTRAP, d.size))
-    values = d[draws].sum(axis=1) / n[draws].sum(axis=1)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    return gain, (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)))
+    lows, highs = [], []
+    for row in jurors:
+        shared = ~np.isnan(jury) & ~np.isnan(row)
+        if shared.sum() < 2:
+            continue
+        d = (jury - row)[shared] / counts[shared].mean()
+        groups = [c for c, k in zip(clusters, shared, strict=True) if k] if clusters else None
+        lows.append(difference_ci(d, groups, CONFIDENCE)[0])
+        highs.append(difference_ci(d, groups, 1 - (1 - CONFIDENCE) / jurors.shape[0])[1])
+    return gain, (min(min(lows), gain), max(min(highs), gain))
 
 
 def _errors(
