@@ -263,21 +263,22 @@ def test_a_run_that_failed_fails_every_gated_metric_undecided() -> None:
 
 def test_51_equal_cases_over_6_documents_are_not_shown_and_need_documents() -> None:
     """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
-    Δ 0 (−0.050 … +0.050) and passed at margin 0.05. The floor is per document now: t(5) ·
-    √(Σ (m_g / n)² / 7) = 0.397, and what the margin needs is documents, at the floor's
-    variance 1/7 per document: ((z.975 + z.8)² / 7 / 0.05²) = 449."""
+    Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (9, 9, 9, 8, 8, 8
+    cases) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²) = 0.391; and what
+    the margin needs is documents: the first G with z² / (G + z²) under 0.05, 73."""
     clusters = [f"doc-{i % 6}" for i in range(51)]
     cases = _cases([1.0] * 51, clusters)
     [line], passes = noninferiority(cases, cases, {METRIC: 0.05}, "base")
     assert passes == []
-    half = stats.t.ppf(0.975, 5) * math.sqrt((3 * 81 + 3 * 64) / 51**2 / 7)
-    needed = math.ceil((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 / 7 / 0.05**2)
-    assert (f"{half:.3f}", needed) == ("0.397", 449)
+    z2 = stats.norm.ppf(0.975) ** 2
+    half = z2 / (51**2 / (3 * 81 + 3 * 64) + z2)
+    needed = math.floor(z2 / 0.05 - z2) + 1
+    assert (f"{half:.3f}", needed) == ("0.391", 73)
+    assert z2 / (needed + z2) < 0.05 <= z2 / (needed - 1 + z2)
     assert line.endswith(
-        f"not shown: ±{half:.3f} at 51 cases; a 0.05 margin needs about 449 documents"
+        f"not shown: ±{half:.3f} at 51 cases; a 0.05 margin needs about 73 documents"
     )
-    warning = before_run(
-        GateConfig(baseline="base", margin=0.05), cases, [c.case_id for c in cases], METRIC
-    )
-    assert warning is not None and "±0.397 at 51 cases" in warning
-    assert "needs about 449 documents" in warning
+    gate = GateConfig(baseline="base", margin=0.05)
+    warning = before_run(gate, cases, [c.case_id for c in cases], METRIC)
+    assert warning is not None and "±0.391 at 51 cases" in warning
+    assert "needs about 73 documents" in warning

@@ -19,7 +19,7 @@ Z = float(stats.norm.ppf(0.975))
 MARGIN = 0.05
 
 
-def _score_by_brute_force(worse: int, better: int, n: int, delta: float) -> float:
+def _score_by_brute_force(worse: float, better: float, n: float, delta: float) -> float:
     """Tango's score statistic with q̃ = p(A = 1, B = 0) maximising the likelihood under
     p(A = 0, B = 1) = q + Δ₀, found numerically."""
 
@@ -69,30 +69,32 @@ def test_five_equal_paired_cases_give_no_zero_width_interval() -> None:
 
 
 def test_graded_or_clustered_differences_never_get_a_zero_width_interval() -> None:
-    """Every difference 0.5 (graded): the t interval's variance is at least 1 / (n + 1). All 0
-    across 6 shared documents: the floor is per document (G units' 1 / (G + 1) for the mean of
-    the documents' means, t at G − 1), or Tango's ±z² / (G + z²) at G effective pairs, whichever
-    is wider; the per-case floor (±0.104 here, with 24 for G) used to be read."""
+    """Every difference 0.5 (graded): the t interval's variance is at least 1 / (n + 1). Across
+    6 shared documents of 4 cases: the pseudo-pairs move with their documents (the per-case
+    floor times n Σ (m_g / n)², t at G − 1), and differences all 0 are Tango's ±z² / (G + z²)
+    at G = 6 effective pairs, the wider; the per-case floor (±0.104 here) used to be read."""
     low, high = difference_ci(np.full(8, 0.5))
     half = stats.t.ppf(0.975, 7) * math.sqrt(1 / 9 / 8)
     assert (low, high) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-12)
     clusters = [f"doc-{i // 4}" for i in range(24)]
+    t_half = stats.t.ppf(0.975, 5) * math.sqrt(1 / 6 / 25)  # 0.210
     low, high = difference_ci(np.zeros(24), clusters)
-    half = max(stats.t.ppf(0.975, 5) * math.sqrt(1 / 7 / 6), Z * Z / (6 + Z * Z))  # 0.397
+    half = max(t_half, Z * Z / (6 + Z * Z))  # 0.390
     assert (low, high) == pytest.approx((-half, half), abs=1e-9)
     graded = difference_ci(np.full(24, 0.5), clusters)
-    half = stats.t.ppf(0.975, 5) * math.sqrt(1 / 7 / 6)
-    assert graded == pytest.approx((0.5 - half, min(1.0, 0.5 + half)), abs=1e-12)
+    assert graded == pytest.approx((0.5 - t_half, 0.5 + t_half), abs=1e-12)
 
 
 def test_51_equal_cases_over_6_documents_do_not_pass_a_gate_at_5_points() -> None:
     """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
     Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (sizes 9, 9, 9, 8, 8,
-    8) are worth 6 units: the variance of the mean is Σ (m_g / n)² / (G + 1), with t(5)."""
+    8) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²), wider than the t
+    interval on the floor, t(5) · √(Σ (m_g / n)² / 52)."""
     clusters = [f"doc-{i % 6}" for i in range(51)]
     low, high = difference_ci(np.zeros(51), clusters)
     shares = (3 * 9**2 + 3 * 8**2) / 51**2
-    half = stats.t.ppf(0.975, 5) * math.sqrt(shares / 7)  # 0.397
+    half = max(Z * Z / (1 / shares + Z * Z), stats.t.ppf(0.975, 5) * math.sqrt(shares / 52))
+    assert half == pytest.approx(0.391, abs=5e-4)
     assert (low, high) == pytest.approx((-half, half), abs=1e-9)
     assert low < -MARGIN
 

@@ -125,12 +125,13 @@ def test_at_200_cases_an_unchanged_run_shows_a_margin_of_2_points() -> None:
 
 
 def test_cases_sharing_documents_read_the_floor_with_t_on_the_documents() -> None:
-    """40 cases in 8 documents: the floor is per document, so the 8 documents are worth 8 pairs:
-    the wider of t(7) · √(1/9/8) (0.279) and Tango's z² / (8 + z²) (0.324). The per-case floor,
-    √(1/41/40) · t(7) = 0.058, read 40 cases where the documents may move as 8."""
+    """40 cases in 8 documents: the pseudo-pairs move with their documents, so the 8 documents
+    are worth 8 pairs: the wider of t(7) · √(1/8/41) (0.131) and Tango's z² / (8 + z²) (0.324).
+    The per-case floor, √(1/41/40) · t(7) = 0.058, read 40 cases where the documents may move
+    as 8."""
     reach = unchanged_reach([f"d{i % 8}" for i in range(40)], 0.05)
     z = stats.norm.ppf(0.975)
-    expected = max(stats.t.ppf(0.975, 7) * math.sqrt(1 / 9 / 8), z * z / (8 + z * z))
+    expected = max(stats.t.ppf(0.975, 7) * math.sqrt(1 / 8 / 41), z * z / (8 + z * z))
     assert reach.half_width == pytest.approx(expected, rel=1e-9)
     assert not reach.shown and reach.evidence.enough
     assert not unchanged_reach([f"d{i % 8}" for i in range(40)], 0.3).shown

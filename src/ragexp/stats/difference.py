@@ -49,9 +49,9 @@ def difference_se(diff: np.ndarray, clusters: Sequence[str] | None = None) -> tu
 
 def _variances(diff: np.ndarray, clusters: Sequence[str] | None) -> tuple[float, float | None, int]:
     """The per-case variance of mean(diff) (floored), its cluster-robust one (floored per
-    cluster; None when every case is its own cluster) and the number of clusters. Across
-    clusters the per-case variance is floored at G units' 1 / (G + 1) too, so that when nothing
-    varied their ratio (the design effect) is n / G: G clusters worth G pairs."""
+    cluster, `ragexp.stats.floors.cluster_floor`; None when every case is its own cluster) and
+    the number of clusters. When nothing varied their ratio (the design effect) is n Σ (m_g /
+    n)²: G equal clusters are worth G pairs."""
     n = diff.size
     variance = float(diff.var(ddof=1)) if n > 1 else 0.0
     naive = max(variance, difference_floor(n)) / n
@@ -59,7 +59,6 @@ def _variances(diff: np.ndarray, clusters: Sequence[str] | None) -> tuple[float,
     if not (1 < g < n and clusters is not None):
         return naive, None, g
     robust = cr1_sum_variance(diff - diff.mean(), clusters) / n**2
-    naive = max(variance, difference_floor(g)) / n  # the floor per case of G units, as below
     return naive, max(robust, cluster_floor(cluster_sizes(clusters))), g
 
 

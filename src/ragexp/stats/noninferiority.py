@@ -30,7 +30,7 @@ from ragexp.stats.calibration import Corrected
 from ragexp.stats.difference import difference_ci
 from ragexp.stats.evidence import MIN_UNITS, Evidence
 from ragexp.stats.floors import difference_floor
-from ragexp.stats.intervals import t_value, z_value
+from ragexp.stats.intervals import z_value
 from ragexp.stats.paired import MetricComparison
 from ragexp.stats.power import MAX_CASES, POWER
 
@@ -72,16 +72,13 @@ def noninferiority_needs(test: MetricComparison, margin: float) -> int | None:
 
 def unchanged_documents(room: float) -> int | None:
     """The fewest documents, equally used, over which the interval of an unchanged run (every
-    difference 0; `ragexp.stats.difference`: the wider of t(G − 1) · √(1 / (G (G + 1))) and
-    Tango's z² / (G + z²)) is narrower than ``room``; never under `MIN_UNITS`; None for no
+    difference 0, a few cases per document; `ragexp.stats.difference`: Tango's at G effective
+    pairs, ±z² / (G + z²)) is narrower than ``room``; never under `MIN_UNITS`; None for no
     room."""
     if room <= 0:
         return None
     z2 = z_value() ** 2
-    g = max(MIN_UNITS, math.ceil(z2 / room - z2))  # Tango's half-width falls under room here
-    while g < MAX_CASES and t_value(g - 1) / math.sqrt(g * (g + 1)) >= room:
-        g += 1
-    return g
+    return max(MIN_UNITS, math.floor(z2 / room - z2) + 1)
 
 
 def noninferiority_documents(
@@ -89,28 +86,26 @@ def noninferiority_documents(
 ) -> int | None:
     """Documents for a clustered comparison's not-worse-than gate at ``margin``: the larger of
     `unchanged_documents` and the paired-cases arithmetic read per document (the comparison's
-    cluster-robust variance of the mean times its G, a document's share of it, never below the
-    floor's 1 / (G + 1)), as `noninferiority_needs` reads cases; None when Δ is at or below
-    −margin or the cases share no document."""
+    cluster-robust variance of the mean times its G: a document's share of it), as
+    `noninferiority_needs` reads cases; None when Δ is at or below −margin or the cases share
+    no document."""
     g = test.n_clusters
     if test.delta is None or not test.evidence.clustered or g is None:
         return None
     variance = (test.sd or 0.0) ** 2 * max(test.design_effect, 1.0) / test.n_paired * g
-    return _documents(variance, g, margin + test.delta, power)
+    return _documents(variance, margin + test.delta, power)
 
 
-def _documents(variance: float, g: int, room: float, power: float = POWER) -> int | None:
+def _documents(variance: float, room: float, power: float = POWER) -> int | None:
     """Documents for an interval to clear ``room`` with ``power``: ((z.975 + z_power) · sd /
-    room)² with sd² a document's variance (never below the floor's 1 / (G + 1) at the ``g``
-    documents it was read on), and never under `unchanged_documents`."""
+    room)² with sd² a document's variance, and never under `unchanged_documents`."""
     from scipy.stats import norm
 
     floor = unchanged_documents(room)
     if floor is None:
         return None
     z = float(norm.ppf(0.975) + norm.ppf(power))
-    needed = math.ceil(z * z * max(variance, 1 / (g + 1)) / room**2)
-    return min(MAX_CASES, max(floor, needed))
+    return min(MAX_CASES, max(floor, math.ceil(z * z * variance / room**2)))
 
 
 @dataclass(frozen=True)
@@ -128,8 +123,8 @@ class UnchangedReach:
     cases_needed: int | None
     """`noninferiority_needs` of that comparison: paired cases for the margin."""
     documents_needed: int | None = None
-    """When cases share documents: documents for the margin, `noninferiority_documents`'s
-    arithmetic at the floor (more cases from the same documents do not narrow the interval)."""
+    """When cases share documents: `unchanged_documents` for the margin (more cases from the
+    same documents do not narrow the interval)."""
 
 
 def unchanged_reach(clusters: Sequence[str], margin: float) -> UnchangedReach:
@@ -148,7 +143,7 @@ def unchanged_reach(clusters: Sequence[str], margin: float) -> UnchangedReach:
         evidence=evidence,
         shown=evidence.enough and low > -margin,
         cases_needed=noninferiority_cases(sd, 0.0, margin),
-        documents_needed=_documents(0.0, evidence.units, margin) if evidence.clustered else None,
+        documents_needed=unchanged_documents(margin) if evidence.clustered else None,
     )
 
 
