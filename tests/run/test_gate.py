@@ -109,12 +109,12 @@ def test_a_run_clearly_worse_is_said_to_be() -> None:
 
 
 def test_an_absolute_ci_low_gate_on_too_few_cases_is_not_shown() -> None:
-    """Four YES answers: a Wilson lower bound of 0.51 would pass a threshold of 0.5."""
+    """Four YES answers are too few for a ci_low gate, whatever their interval (0.398-1.000)."""
     summary = summarize(_cases([1.0] * 4), [METRIC])
     gate = GateConfig.model_validate({"mode": "ci_low", METRIC: 0.5})
     [line] = gate_failures(summary, gate)
     assert line == (
-        "faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases are too few (at least "
+        "faithfulness mean 1.000 (95% CI 0.398-1.000): not shown: 4 cases are too few (at least "
         "6 are needed)"
     )
     enough = summarize(_cases([1.0] * 12), [METRIC])
