@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from statsmodels.stats.power import TTestPower
 
 from ragexp.errors import ConfigError
 from ragexp.generate.sizing import WARNING, advise
-from tests.stats.oracle import paired_t_cases as _n0
+from ragexp.stats.set_size import ASSUMED_ICC, ASSUMED_SD, set_size
+from tests.stats.oracle import cluster_level_cases
 from tests.stats.pilot_run import write_pilot
 
 DOCS = [f"doc{g:03d}.md" for g in range(300) for _ in range(2)]
@@ -22,13 +24,9 @@ DOCS = [f"doc{g:03d}.md" for g in range(300) for _ in range(2)]
 
 
 def _needed(sd: float, effect: float, documents: int, icc: float, alpha: float = 0.05) -> int:
-    """The first N whose effective cases N / (1 + (N / documents − 1)·ρ) reach statsmodels'
-    size (documents equally used)."""
-    n0 = _n0(sd, effect, alpha)
-    n = math.ceil(n0)
-    while n / max(1 + (n / documents - 1) * icc, 1) < n0 * (1 - 1e-9):
-        n += 1
-    return n
+    """The first N at which statsmodels' t-test over the documents (equally used) reaches 80%
+    power at the standard error the design effect 1 + (N / G − 1)·ρ gives."""
+    return cluster_level_cases(sd, effect, documents, 1 / documents, icc, alpha)
 
 
 def _cases_in(lines: list[str]) -> int:
@@ -60,13 +58,39 @@ def test_more_configurations_hold_the_first_holm_step() -> None:
 
 
 def test_too_few_documents_for_the_difference_is_a_warning_whatever_the_n() -> None:
+    """12 documents cap the precision: with G documents equally used and cases without bound
+    the standard error tends to sd · √(ρ / G), so it takes statsmodels' size of a t-test at
+    effect size δ / (sd √ρ) documents (give or take one: the cases stop at a million)."""
     few = [f"doc{g}.md" for g in range(12) for _ in range(50)]
     lines = advise(600, 0.05, few, None)
-    cap = math.floor(_n0(math.sqrt(0.5), 0.05) * 0.1)
-    assert lines[-1] == (
-        f"warning: no --n detects a 5-point difference from these 12 documents: add documents "
-        f"(more than {cap:,})"
+    size = float(
+        np.squeeze(
+            TTestPower().solve_power(
+                effect_size=0.05 / (math.sqrt(0.5) * math.sqrt(0.1)), power=0.8, alpha=0.05
+            )
+        )
     )
+    found = re.fullmatch(
+        r"warning: no --n detects a 5-point difference from these 12 documents: add documents "
+        r"\(at least ([\d,]+)\)",
+        lines[-1],
+    )
+    assert found is not None, lines[-1]
+    assert math.ceil(size) <= int(found.group(1).replace(",", "")) <= math.ceil(size) + 1
+
+
+def test_four_documents_are_told_the_documents_a_verdict_needs() -> None:
+    """The issue's case: cases over 4 documents were said to reach the power, or else "more than
+    4" documents; a verdict needs at least 6, and at the assumed spread (sd 0.71) 30 points need
+    what `set_size` says (its power is checked by simulation in tests/stats/test_set_size.py)."""
+    four = [f"doc{g}.md" for g in range(4) for _ in range(3)]
+    lines = advise(12, 0.3, four, None)
+    need = set_size(ASSUMED_SD, 0.3, 1 / 4, ASSUMED_ICC, documents=4)
+    assert need.documents is not None and need.documents >= 6
+    text = "\n".join(lines)
+    assert f"it takes at least {need.documents} documents, equally used" in text
+    assert f"(about {need.cases_over_documents:,} cases over them)" in text
+    assert lines[-1].endswith(f"add documents (at least {need.documents})")
 
 
 def test_with_a_pilot_the_spread_and_the_correlation_are_the_pilots(tmp_path: Path) -> None:

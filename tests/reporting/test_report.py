@@ -168,9 +168,9 @@ def test_score_table_has_a_row_per_metric() -> None:
     assert rows["faithfulness"].startswith("| faithfulness | 0.500 | ")
     assert "NO: 1, YES: 1" in rows["faithfulness"]
     assert rows["faithfulness"].endswith("| 1 | 0 |")  # 1 parse failure, 0 errors
-    assert rows["answer_relevance"].startswith("| answer_relevance | 1.000 | 0.207 – 1.000 | 1 |")
+    assert rows["answer_relevance"].startswith("| answer_relevance | 1.000 | 0.025 – 1.000 | 1 |")
     assert rows["answer_relevance"].endswith("| 0 | 1 |")  # 0 parse failures, 1 error
-    assert "**Faithfulness 0.50** (95% CI 0.09-0.91, 2 cases): too few cases to read" in report
+    assert "**Faithfulness 0.50** (95% CI 0.01-0.99, 2 cases): too few cases to read" in report
 
 
 @pytest.mark.parametrize(

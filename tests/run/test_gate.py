@@ -109,12 +109,12 @@ def test_a_run_clearly_worse_is_said_to_be() -> None:
 
 
 def test_an_absolute_ci_low_gate_on_too_few_cases_is_not_shown() -> None:
-    """Four YES answers: a Wilson lower bound of 0.51 would pass a threshold of 0.5."""
+    """Four YES answers are too few for a ci_low gate, whatever their interval (0.398-1.000)."""
     summary = summarize(_cases([1.0] * 4), [METRIC])
     gate = GateConfig.model_validate({"mode": "ci_low", METRIC: 0.5})
     [line] = gate_failures(summary, gate)
     assert line == (
-        "faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases are too few (at least "
+        "faithfulness mean 1.000 (95% CI 0.398-1.000): not shown: 4 cases are too few (at least "
         "6 are needed)"
     )
     enough = summarize(_cases([1.0] * 12), [METRIC])
@@ -259,3 +259,26 @@ def test_a_run_that_failed_fails_every_gated_metric_undecided() -> None:
          "faithfulness: not gated: the run failed: 3 of 10 cases failed"),
     ]  # fmt: skip
     assert undecided_outcome(GateConfig(), METRIC, "x") is None
+
+
+def test_51_equal_cases_over_6_documents_are_not_shown_and_need_documents() -> None:
+    """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
+    Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (9, 9, 9, 8, 8, 8
+    cases) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²) = 0.391; and what
+    the margin needs is documents: the first G with z² / (G + z²) under 0.05, 73."""
+    clusters = [f"doc-{i % 6}" for i in range(51)]
+    cases = _cases([1.0] * 51, clusters)
+    [line], passes = noninferiority(cases, cases, {METRIC: 0.05}, "base")
+    assert passes == []
+    z2 = stats.norm.ppf(0.975) ** 2
+    half = z2 / (51**2 / (3 * 81 + 3 * 64) + z2)
+    needed = math.floor(z2 / 0.05 - z2) + 1
+    assert (f"{half:.3f}", needed) == ("0.391", 73)
+    assert z2 / (needed + z2) < 0.05 <= z2 / (needed - 1 + z2)
+    assert line.endswith(
+        f"not shown: ±{half:.3f} at 51 cases; a 0.05 margin needs about 73 documents"
+    )
+    gate = GateConfig(baseline="base", margin=0.05)
+    warning = before_run(gate, cases, [c.case_id for c in cases], METRIC)
+    assert warning is not None and "±0.391 at 51 cases" in warning
+    assert "needs about 73 documents" in warning

@@ -70,7 +70,7 @@ def test_summary_json_contract(ollama_run: tuple[Path, str]) -> None:
     assert summary["n_cases"] == 4 and summary["n_errors"] == 0
     faith = summary["metrics"]["faithfulness"]
     assert faith["mean"] == 1.0 and faith["ci_high"] == 1.0
-    assert faith["ci_low"] == pytest.approx(0.5101, abs=1e-4)  # Wilson, 4 of 4
+    assert faith["ci_low"] == pytest.approx(0.025**0.25, abs=1e-9)  # Clopper–Pearson, 4 of 4
     assert faith["n"] == 4 and faith["label_counts"] == {"YES": 4}
     assert faith["parse_failures"] == 0
     assert summary["metrics"]["answer_relevance"]["mean"] == 0.75
@@ -82,8 +82,8 @@ def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
     assert "| generator | `llama3.2:3b` (ollama) |" in report
     assert "| judge | `qwen2.5:7b` (ollama) |" in report
     assert "top_k=4" in report and "| prompt | default |" in report
-    assert "| faithfulness | 1.000 | 0.510 – 1.000 | 4 | 0 | 4 (1.00) | YES: 4 | 0 | 0 |" in report
-    assert "**Faithfulness 1.00** (95% CI 0.51-1.00, 4 cases): too few cases to read" in report
+    assert "| faithfulness | 1.000 | 0.398 – 1.000 | 4 | 0 | 4 (1.00) | YES: 4 | 0 | 0 |" in report
+    assert "**Faithfulness 1.00** (95% CI 0.40-1.00, 4 cases): too few cases to read" in report
     assert "Self-judge" not in report and "Tiny judge" not in report
     assert report.count("### demo-0") == 4
 
@@ -189,7 +189,7 @@ def test_retrieval_metrics_everywhere(ollama: OllamaRun) -> None:
     assert summary["hit_rate"]["mean"] == 1.0
     assert (summary["hit_rate"]["n"], summary["hit_rate"]["n_unscored"]) == (1, 1)
     report = (run_dir / "report.md").read_text()
-    assert "| hit_rate | 1.000 | 0.207 – 1.000 | 1 (+1 unscored) |" in report
+    assert "| hit_rate | 1.000 | 0.025 – 1.000 | 1 (+1 unscored) |" in report
     [run] = mlflow_runs(tmp_path)
     assert run.data.metrics["mrr/mean"] == 1.0
     assert run.data.metrics["context_recall/n"] == 1
@@ -352,7 +352,7 @@ def test_gate_fails_the_run_after_writing_everything(ollama: OllamaRun) -> None:
         expect=1, mlflow=True,  # and no traceback
     )  # fmt: skip
     assert failed.stderr.strip().splitlines()[-1] == (
-        "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.510-1.000): not shown: 4 cases "
+        "ragexp: error: gate: faithfulness mean 1.000 (95% CI 0.398-1.000): not shown: 4 cases "
         "are too few (at least 6 are needed); answer_relevance mean 0.750 (95% CI 0.301-0.954): "
         "not shown: 4 cases are too few (at least 6 are needed)"  # four cases show nothing
     )

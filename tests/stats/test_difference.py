@@ -19,7 +19,7 @@ Z = float(stats.norm.ppf(0.975))
 MARGIN = 0.05
 
 
-def _score_by_brute_force(worse: int, better: int, n: int, delta: float) -> float:
+def _score_by_brute_force(worse: float, better: float, n: float, delta: float) -> float:
     """Tango's score statistic with q̃ = p(A = 1, B = 0) maximising the likelihood under
     p(A = 0, B = 1) = q + Δ₀, found numerically."""
 
@@ -69,15 +69,34 @@ def test_five_equal_paired_cases_give_no_zero_width_interval() -> None:
 
 
 def test_graded_or_clustered_differences_never_get_a_zero_width_interval() -> None:
-    """Every difference 0.5 (graded), or all 0 across shared documents: the t interval's
-    variance is at least 1 / (n + 1)."""
+    """Every difference 0.5 (graded): the t interval's variance is at least 1 / (n + 1). Across
+    6 shared documents of 4 cases: the pseudo-pairs move with their documents (the per-case
+    floor times n Σ (m_g / n)², t at G − 1), and differences all 0 are Tango's ±z² / (G + z²)
+    at G = 6 effective pairs, the wider; the per-case floor (±0.104 here) used to be read."""
     low, high = difference_ci(np.full(8, 0.5))
     half = stats.t.ppf(0.975, 7) * math.sqrt(1 / 9 / 8)
     assert (low, high) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-12)
     clusters = [f"doc-{i // 4}" for i in range(24)]
+    t_half = stats.t.ppf(0.975, 5) * math.sqrt(1 / 6 / 25)  # 0.210
     low, high = difference_ci(np.zeros(24), clusters)
-    half = stats.t.ppf(0.975, 5) * math.sqrt(1 / 25 / 24)
-    assert (low, high) == pytest.approx((-half, half), abs=1e-12)
+    half = max(t_half, Z * Z / (6 + Z * Z))  # 0.390
+    assert (low, high) == pytest.approx((-half, half), abs=1e-9)
+    graded = difference_ci(np.full(24, 0.5), clusters)
+    assert graded == pytest.approx((0.5 - t_half, 0.5 + t_half), abs=1e-12)
+
+
+def test_51_equal_cases_over_6_documents_do_not_pass_a_gate_at_5_points() -> None:
+    """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
+    Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (sizes 9, 9, 9, 8, 8,
+    8) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²), wider than the t
+    interval on the floor, t(5) · √(Σ (m_g / n)² / 52)."""
+    clusters = [f"doc-{i % 6}" for i in range(51)]
+    low, high = difference_ci(np.zeros(51), clusters)
+    shares = (3 * 9**2 + 3 * 8**2) / 51**2
+    half = max(Z * Z / (1 / shares + Z * Z), stats.t.ppf(0.975, 5) * math.sqrt(shares / 52))
+    assert half == pytest.approx(0.391, abs=5e-4)
+    assert (low, high) == pytest.approx((-half, half), abs=1e-9)
+    assert low < -MARGIN
 
 
 def test_a_clustered_interval_is_cr1_with_g_minus_1_degrees_of_freedom() -> None:
@@ -168,3 +187,57 @@ def test_under_the_null_the_clustered_interval_covers_zero(documents: int) -> No
     coverage = covered / NULL_WORLDS
     print(f"{documents} documents under the null: covers 0 {coverage:.4f}")
     assert 0.93 <= coverage <= 0.97
+
+
+# -- the gate's boundary when whole documents break --------------------------------------------
+
+BROKEN = 0.1
+"""The new run breaks each document with this chance: 1 document in 10."""
+
+
+@pytest.mark.parametrize("margin", [0.05, 0.1, 0.2])
+def test_whole_documents_breaking_at_the_boundary_pass_at_most_nominally(margin: float) -> None:
+    """The new run breaks each document with chance ``margin`` (every case of a broken document
+    YES → NO), so true Δ = −margin, and the gate's lower bound is read over G documents of 5
+    cases. Enumerated exactly: k broken documents ~ Binomial(G, margin) (scipy). The per-case
+    floor passed 56/42/36/18% of runs at G = 6/8/10/20 (margin 0.1); a t interval on the
+    floored CR1 error alone passed 8% at G = 40 (k = 1 reads Δ̂ −0.025 ± 0.05)."""
+    per = 5
+    for documents in (6, 8, 10, 20, 40, 60):
+        clusters = [f"doc-{i // per}" for i in range(documents * per)]
+        passed = covered = 0.0
+        for k in range(documents + 1):
+            diff = np.zeros(documents * per)
+            diff[: k * per] = -1.0
+            low, high = difference_ci(diff, clusters)
+            chance = float(stats.binom.pmf(k, documents, margin))
+            passed += chance * (low > -margin)
+            covered += chance * (low <= -margin <= high)
+        print(f"margin {margin}, {documents} documents: passes {passed:.4f}, covers {covered:.4f}")
+        assert passed <= 0.05
+        assert covered >= 0.93
+
+
+SIMULATED = 300
+TOLERATED = int(stats.binom.ppf(0.999, SIMULATED, 0.05))
+"""Runs that may pass out of `SIMULATED` when the true pass rate is 5%: a 1-in-1,000 allowance
+for simulation error (exact binomial)."""
+
+
+@pytest.mark.parametrize("documents", [6, 8, 10, 20])
+def test_half_broken_documents_of_unequal_sizes_pass_at_most_5_percent(documents: int) -> None:
+    """Documents of 4–12 cases, baseline all YES; 1 document in 10 is broken, and half of its
+    cases (at random) go YES → NO: true Δ = −0.05 = −margin. The per-case floor passed 19–43%."""
+    rng = np.random.default_rng(documents)
+    passed = covered = 0
+    for _ in range(SIMULATED):
+        sizes = rng.integers(4, 13, documents)
+        codes = np.repeat(np.arange(documents), sizes)
+        broken = np.repeat(rng.random(documents) < BROKEN, sizes)
+        diff = -((rng.random(codes.size) < 0.5) & broken).astype(float)
+        low, high = difference_ci(diff, [f"doc-{c}" for c in codes])
+        passed += low > -MARGIN
+        covered += low <= -MARGIN <= high
+    print(f"{documents} documents: passes {passed}/{SIMULATED}, covers {covered}/{SIMULATED}")
+    assert passed <= TOLERATED
+    assert covered >= 0.93 * SIMULATED

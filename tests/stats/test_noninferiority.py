@@ -15,10 +15,12 @@ from statsmodels.stats.power import NormalIndPower
 
 from ragexp.results import CaseResult, MetricResult
 from ragexp.stats.difference import difference_ci
+from ragexp.stats.evidence import MIN_UNITS
 from ragexp.stats.noninferiority import (
     floored_sd,
     noninferiority_cases,
     noninferiority_needs,
+    unchanged_documents,
     unchanged_reach,
 )
 from ragexp.stats.paired import compare_cases
@@ -123,12 +125,17 @@ def test_at_200_cases_an_unchanged_run_shows_a_margin_of_2_points() -> None:
 
 
 def test_cases_sharing_documents_read_the_floor_with_t_on_the_documents() -> None:
-    """40 cases in 8 documents: the floored standard error √(1/41/40) times t(7)."""
+    """40 cases in 8 documents: the pseudo-pairs move with their documents, so the 8 documents
+    are worth 8 pairs: the wider of t(7) · √(1/8/41) (0.131) and Tango's z² / (8 + z²) (0.324).
+    The per-case floor, √(1/41/40) · t(7) = 0.058, read 40 cases where the documents may move
+    as 8."""
     reach = unchanged_reach([f"d{i % 8}" for i in range(40)], 0.05)
-    expected = stats.t.ppf(0.975, 7) * math.sqrt(1 / 41 / 40)  # 0.0584
+    z = stats.norm.ppf(0.975)
+    expected = max(stats.t.ppf(0.975, 7) * math.sqrt(1 / 8 / 41), z * z / (8 + z * z))
     assert reach.half_width == pytest.approx(expected, rel=1e-9)
     assert not reach.shown and reach.evidence.enough
-    assert unchanged_reach([f"d{i % 8}" for i in range(40)], 0.06).shown
+    assert not unchanged_reach([f"d{i % 8}" for i in range(40)], 0.3).shown
+    assert unchanged_reach([f"d{i % 8}" for i in range(40)], 0.33).shown
 
 
 def test_five_documents_are_too_few_whatever_the_margin() -> None:
@@ -140,3 +147,15 @@ def test_five_documents_are_too_few_whatever_the_margin() -> None:
 def test_no_cases_show_nothing() -> None:
     reach = unchanged_reach([], 0.02)
     assert not reach.shown and reach.n == 0 and reach.cases_needed is None
+
+
+@pytest.mark.parametrize("margin", [0.05, 0.1, 0.3])
+def test_unchanged_documents_is_the_fewest_whose_unchanged_interval_clears_the_margin(
+    margin: float,
+) -> None:
+    """Checked by walking G up, reading the unchanged interval over G documents of 3 cases each
+    (`unchanged_reach`, the interval itself) where it first clears the margin."""
+    g = MIN_UNITS
+    while not unchanged_reach([f"d{i % g}" for i in range(3 * g)], margin).shown:
+        g += 1
+    assert unchanged_documents(margin) == g

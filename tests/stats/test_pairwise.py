@@ -86,10 +86,15 @@ def test_win_rate_counts_half_ties_and_leaves_inconsistent_and_unparsed_pairs_ou
 
 
 def test_the_interval_is_cluster_robust_when_cases_share_documents() -> None:
-    """12 documents of 2 cases: B wins both cases of 9, ties both of 3. The interval of Δ is
-    the mean ± t(G − 1) CR1 standard errors, as statsmodels' cluster-robust OLS gives them."""
+    """12 documents of 2 cases: B wins both cases of 9, ties both of 3. The interval of Δ holds
+    the mean ± t(G − 1) CR1 standard errors, as statsmodels' cluster-robust OLS gives them, and
+    Tango's score interval at the effective pairs (the counts over the design effect, statsmodels'
+    CR1 variance over the per-case one; the score test inverted by brute force), the hull of
+    both: the score interval's skew near the edge (W 0.875) takes the lower bound further."""
     import statsmodels.api as sm
-    from scipy import stats
+    from scipy import optimize, stats
+
+    from tests.stats.test_difference import Z, _score_by_brute_force
 
     replies: list[tuple[Position | None, Position | None]] = [("B", "A")] * 18 + [
         ("TIE", "TIE")
@@ -101,7 +106,13 @@ def test_the_interval_is_cluster_robust_when_cases_share_documents() -> None:
     groups = np.array([i // 2 for i in range(24)])
     fit = sm.OLS(diff, np.ones((24, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
     half = stats.t.ppf(0.975, 11) * float(fit.bse[0])
-    low, high = diff.mean() - half, min(1.0, diff.mean() + half)  # Δ never above 1
+    t_low, t_high = diff.mean() - half, min(1.0, diff.mean() + half)  # Δ never above 1
+    deff = float(fit.bse[0]) ** 2 / (diff.var(ddof=1) / 24)
+    score_low = optimize.brentq(
+        lambda d: _score_by_brute_force(0, 18 / deff, 24 / deff, d) - Z, -0.99, 0.74, xtol=1e-10
+    )
+    low, high = min(t_low, score_low), t_high
+    assert score_low < t_low
     assert (result.ci_low, result.ci_high) == pytest.approx(((1 + low) / 2, (1 + high) / 2))
     assert result.comparison.n_clusters == 12 and result.ci_low > 0.5
     assert result.decide() == "higher"

@@ -90,7 +90,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_an_unchanged_app_passes_the_gate_and_is_asked_again(app: Path) -> None:
-    code, err, summary = _run(app, "same", "gate.baseline=base", "gate.margin=0.1")
+    # 40 cases over 10 documents: an unchanged run's interval is Tango's at 10 effective pairs,
+    # ±z² / (10 + z²) = ±0.278 (docs/decisions.md), so a margin of 0.3 is one it can show
+    code, err, summary = _run(app, "same", "gate.baseline=base", "gate.margin=0.3")
     assert code == 0, err
     assert "not worse" in err
     assert summary["answers"]["asked"] == 40 and summary["answers"]["reused"] == 0  # type: ignore[index]

@@ -51,7 +51,7 @@ def advise(
     if pilot is None:
         k = configs or 2
         alpha = holm_alpha(1, k - 1)  # the first of K - 1 tests against the best, as in `plan`
-        need = set_size(ASSUMED_SD, effect, shares, ASSUMED_ICC, alpha, power)
+        need = set_size(ASSUMED_SD, effect, shares, ASSUMED_ICC, alpha, power, documents)
         lines = [
             _head(effect, k, alpha, power),
             "  " + _needs(need, documents),
@@ -67,7 +67,7 @@ def advise(
     needs: list[tuple[str, SetSize]] = []
     for plan in plans:
         icc, measured = _pilot_icc(plan, jobs)
-        need = set_size(plan.sd, effect, shares, icc, plan.alpha, power)
+        need = set_size(plan.sd, effect, shares, icc, plan.alpha, power, documents)
         needs.append((plan.metric, need))
         lines += [
             f"  {plan.metric}: {_needs(need, documents)}",
@@ -89,10 +89,12 @@ def _needs(need: SetSize, documents: int) -> str:
     if need.independent is None:
         return "any difference shows (no spread in the pilot's scores)"
     if need.cases is None:
+        over = f" (about {need.cases_over_documents:,} cases over them)"
         return (
             f"no number of cases from these {documents} documents detects it (cases of one "
-            f"document move together, which caps the precision); it takes more than "
-            f"{need.documents:,} documents, equally used"
+            f"document move together, which caps the precision, and a verdict rests on the "
+            f"documents); it takes at least {need.documents:,} documents, equally used"
+            f"{over if need.cases_over_documents else ''}"
         )
     return (
         f"about {need.cases:,} cases ({need.independent:,.0f} independent cases × design "
@@ -154,7 +156,7 @@ def _warnings(
     if need.cases is None:
         return [
             f"{WARNING}no --n detects a {effect * 100:g}-point difference{of} from these "
-            f"{documents} documents: add documents (more than {need.documents:,})"
+            f"{documents} documents: add documents (at least {need.documents:,})"
         ]
     if n < need.cases:
         return [

@@ -34,7 +34,12 @@ from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases
 from ragexp.results.summary import GateOutcome, GateVerdict, Summary
 from ragexp.stats.evidence import Evidence
-from ragexp.stats.noninferiority import noninferiority_labels, noninferiority_needs, unchanged_reach
+from ragexp.stats.noninferiority import (
+    noninferiority_documents,
+    noninferiority_labels,
+    noninferiority_needs,
+    unchanged_reach,
+)
 from ragexp.stats.paired import MetricComparison, compare_cases, shown_not_worse
 from ragexp.tracking.lookup import RUN_KEYS, locate
 
@@ -146,6 +151,9 @@ def _needs(c: MetricComparison, margin: float) -> str:
     if c.corrected is not None:
         labels = noninferiority_labels(c.corrected, margin)
         return f"; a {margin:g} margin needs about {labels:,} labelled cases" if labels else ""
+    if c.evidence.clustered:
+        documents = noninferiority_documents(c, margin)
+        return f"; a {margin:g} margin needs about {documents:,} documents" if documents else ""
     needed = noninferiority_needs(c, margin)
     return f"; a {margin:g} margin needs about {needed:,} cases" if needed else ""
 
@@ -171,10 +179,13 @@ def before_run(
             short.append(f"{metric}: {too_few_units(reach.evidence)}")
             better_can_pass = False
             continue
-        needs = f"; a {margin:g} margin needs about {reach.cases_needed:,} cases"
+        needed, unit = reach.cases_needed, "cases"
+        if reach.evidence.clustered:
+            needed, unit = reach.documents_needed, "documents"
+        needs = f"; a {margin:g} margin needs about {needed:,} {unit}" if needed else ""
         short.append(
             f"{metric}: ±{reach.half_width:.3f} at {reach.n} cases even when every answer "
-            f"scores as the baseline's{needs if reach.cases_needed else ''}"
+            f"scores as the baseline's{needs}"
         )
     if not short:
         return None

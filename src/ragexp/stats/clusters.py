@@ -71,6 +71,12 @@ def cr1_sum_variance(residuals: Sequence[float] | np.ndarray, clusters: Sequence
     return g / (g - 1) * float(np.sum(sums**2))
 
 
+def cluster_sizes(clusters: Sequence[str]) -> np.ndarray:
+    """The cases in each cluster."""
+    codes, g = _codes(clusters)
+    return np.bincount(codes, minlength=g)
+
+
 def n_clusters(clusters: Sequence[str]) -> int:
     return len(set(clusters))
 

@@ -10,6 +10,12 @@ would say that any number of cases decides; but its interval is floored
 ((z.975 + z.8) · √(1/41) / 0.02)² = 479 cases. It errs high (an unchanged system's interval
 narrows faster than 1/√n: at 479 cases Tango's interval of all-zero differences is ±0.008), as
 `plan` errs high when it has no paired spread to read.
+
+When cases share documents the floor is per document (`ragexp.stats.floors.cluster_floor`), and
+more cases from the same documents cannot narrow it: what a margin needs is then documents
+(`noninferiority_documents`): at least the G at which the interval of an unchanged run over G
+equally used documents clears the margin, and at least what the comparison's own spread per
+document needs.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ import numpy as np
 
 from ragexp.stats.calibration import Corrected
 from ragexp.stats.difference import difference_ci
-from ragexp.stats.evidence import Evidence
+from ragexp.stats.evidence import MIN_UNITS, Evidence
 from ragexp.stats.floors import difference_floor
+from ragexp.stats.intervals import z_value
 from ragexp.stats.paired import MetricComparison
 from ragexp.stats.power import MAX_CASES, POWER
 
@@ -63,6 +70,44 @@ def noninferiority_needs(test: MetricComparison, margin: float) -> int | None:
     return noninferiority_cases(sd, test.delta, margin, test.design_effect)
 
 
+def unchanged_documents(room: float) -> int | None:
+    """The fewest documents, equally used, over which the interval of an unchanged run (every
+    difference 0, a few cases per document; `ragexp.stats.difference`: Tango's at G effective
+    pairs, ±z² / (G + z²)) is narrower than ``room``; never under `MIN_UNITS`; None for no
+    room."""
+    if room <= 0:
+        return None
+    z2 = z_value() ** 2
+    return max(MIN_UNITS, math.floor(z2 / room - z2) + 1)
+
+
+def noninferiority_documents(
+    test: MetricComparison, margin: float, power: float = POWER
+) -> int | None:
+    """Documents for a clustered comparison's not-worse-than gate at ``margin``: the larger of
+    `unchanged_documents` and the paired-cases arithmetic read per document (the comparison's
+    cluster-robust variance of the mean times its G: a document's share of it), as
+    `noninferiority_needs` reads cases; None when Δ is at or below −margin or the cases share
+    no document."""
+    g = test.n_clusters
+    if test.delta is None or not test.evidence.clustered or g is None:
+        return None
+    variance = (test.sd or 0.0) ** 2 * max(test.design_effect, 1.0) / test.n_paired * g
+    return _documents(variance, margin + test.delta, power)
+
+
+def _documents(variance: float, room: float, power: float = POWER) -> int | None:
+    """Documents for an interval to clear ``room`` with ``power``: ((z.975 + z_power) · sd /
+    room)² with sd² a document's variance, and never under `unchanged_documents`."""
+    from scipy.stats import norm
+
+    floor = unchanged_documents(room)
+    if floor is None:
+        return None
+    z = float(norm.ppf(0.975) + norm.ppf(power))
+    return min(MAX_CASES, max(floor, math.ceil(z * z * variance / room**2)))
+
+
 @dataclass(frozen=True)
 class UnchangedReach:
     """What a not-worse-than gate can show over ``n`` paired cases when the run scores every
@@ -77,6 +122,9 @@ class UnchangedReach:
     """Its lower bound is above −margin (and the evidence is enough)."""
     cases_needed: int | None
     """`noninferiority_needs` of that comparison: paired cases for the margin."""
+    documents_needed: int | None = None
+    """When cases share documents: `unchanged_documents` for the margin (more cases from the
+    same documents do not narrow the interval)."""
 
 
 def unchanged_reach(clusters: Sequence[str], margin: float) -> UnchangedReach:
@@ -95,6 +143,7 @@ def unchanged_reach(clusters: Sequence[str], margin: float) -> UnchangedReach:
         evidence=evidence,
         shown=evidence.enough and low > -margin,
         cases_needed=noninferiority_cases(sd, 0.0, margin),
+        documents_needed=unchanged_documents(margin) if evidence.clustered else None,
     )
 
 
