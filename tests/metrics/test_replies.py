@@ -239,17 +239,19 @@ def _planted_run(judge: str) -> tuple[list[ReplyKind], list[CaseResult]]:
     rng = random.Random(f"compliance-{judge}")
     plan = PLANTED[judge]
     kinds = rng.choices(list(plan), weights=[share for share, _, _ in plan.values()], k=N_REPLIES)
-    cases = []
-    for i, kind in enumerate(kinds):
-        _, words, grades = plan[kind]
-        results = {}
-        for metric, replies in ((Faithfulness(), words), (AnswerRelevance(), grades)):
-            reply = rng.choice(list(replies))
-            results[metric.name] = asyncio.run(
-                metric.score(make_sample(), FakeJudge(reply), ParseOptions())
-            )
-        cases.append(CaseResult(case_id=f"c{i}", question="q", answer="a", metrics=results))
-    return kinds, cases
+    scripts = [(rng.choice(list(plan[k][1])), rng.choice(list(plan[k][2]))) for k in kinds]
+
+    async def judged() -> list[CaseResult]:
+        cases = []
+        for i, (word, grade) in enumerate(scripts):
+            results = {
+                metric.name: await metric.score(make_sample(), FakeJudge(reply), ParseOptions())
+                for metric, reply in ((Faithfulness(), word), (AnswerRelevance(), grade))
+            }
+            cases.append(CaseResult(case_id=f"c{i}", question="q", answer="a", metrics=results))
+        return cases
+
+    return kinds, asyncio.run(judged())
 
 
 @pytest.mark.parametrize("judge", list(PLANTED))
