@@ -89,6 +89,10 @@ class JurorVerdict(_Model):
             error=self.error,
         )  # fmt: skip
 
+    def shown_label(self) -> str | None:
+        """Its label as every view shows it (`MetricResult.shown_label`)."""
+        return UNPARSED if self.error is None and not self.parse_ok else self.label
+
 
 class Judgement(_Model):
     """A repeated judgement of the same answer (``judge.repeats`` > 1)."""
