@@ -26,7 +26,7 @@ PUBLIC = {
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
     "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
-    "AnswersInfo", "GateOutcome", "GateVerdict",
+    "AnswersInfo", "GateOutcome", "GateVerdict", "Compliance",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

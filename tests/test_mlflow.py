@@ -170,3 +170,15 @@ def test_any_installed_metric_is_a_scorer_called_directly(tmp_path: Path) -> Non
         "answer_relevance", "4", "0.75",
     )  # fmt: skip
     assert feedback.source.source_type == "LLM_JUDGE"
+
+
+def test_a_scorers_feedback_on_a_reply_with_no_verdict_reads_unparsed() -> None:
+    from ragexp.mlflow import feedback_of
+    from ragexp.plugins.builtin.answer_relevance import AnswerRelevance
+    from ragexp.results import MetricResult
+
+    lost = MetricResult(score=0.0, label=None, raw="Relevant.", parse_ok=False, compliant=False)
+    feedback = feedback_of("answer_relevance", lost, AnswerRelevance(), "j", "sha")
+    assert (feedback.value, feedback.metadata["score"]) == ("unparsed", "0.0")  # never 0
+    four = MetricResult(score=0.75, label="4", raw="4", compliant=True)
+    assert feedback_of("answer_relevance", four, AnswerRelevance(), "j", "sha").value == "4"

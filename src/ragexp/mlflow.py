@@ -173,7 +173,8 @@ def feedback_of(name: str, result: MetricResult, metric: Metric, model: str, mod
             name=name, source=source, metadata=metadata, rationale=result.raw,
             error=AssessmentError(error_code="RAGEXP_METRIC_ERROR", error_message=result.error),
         )  # fmt: skip
-    value: Any = result.label if result.label is not None else result.score
+    shown = result.shown_label()  # "unparsed" for a reply with no verdict
+    value: Any = shown if shown is not None else result.score
     return Feedback(name=name, value=value, rationale=result.raw, source=source, metadata=metadata)
 
 

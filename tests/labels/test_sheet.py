@@ -281,3 +281,16 @@ def test_an_unknown_column_names_the_header_line(misspelt: tuple[Path, str]) -> 
     of the first row, many lines further when the retrieved chunks span lines)."""
     sheet, error = misspelt
     assert error.startswith(f"ragexp: error: {sheet}:1: "), error
+
+
+def test_the_judges_column_reads_unparsed_for_a_reply_with_no_verdict() -> None:
+    from ragexp.labels.draw import Drawn
+    from ragexp.labels.sheet import sheet_rows
+    from ragexp.results import CaseResult, MetricResult
+
+    echo = MetricResult(score=0.0, label="NO", parse_ok=False, ambiguous=True, compliant=False)
+    lost = MetricResult(score=0.0, label=None, parse_ok=False, compliant=False)
+    case = CaseResult(case_id="c1", question="q", answer="a",
+                      metrics={"faithfulness": echo, "answer_relevance": lost})  # fmt: skip
+    [row] = sheet_rows([Drawn(case)], ["faithfulness", "answer_relevance"], "s", with_judge=True)
+    assert (row["judge_faithfulness"], row["judge_answer_relevance"]) == ("unparsed", "unparsed")

@@ -69,3 +69,15 @@ def test_the_failed_cases_of_each_run_are_said() -> None:
     text = render("b", "a", [c], markdown=False)
     assert "- faithfulness: 3 cases failed in A, scored worst; 1 failed in both" in text
     assert "failed" not in render("a", "b", compare_cases(a[1:], a[1:]), markdown=False)
+
+
+def test_an_unparsed_grade_reads_unparsed_in_compare_never_0() -> None:
+    def run(result: MetricResult) -> list[CaseResult]:
+        return [CaseResult(case_id="c1", question="q", metrics={"answer_relevance": result})]
+
+    four = MetricResult(score=0.75, label="4", raw="4", compliant=True)
+    lost = MetricResult(score=0.0, label=None, raw="Relevant.", parse_ok=False, compliant=False)
+    for markdown in (False, True):
+        text = render("a", "b", compare_cases(run(four), run(lost)), markdown=markdown)
+        assert "- c1: A 4 → B unparsed" in text
+        assert "B 0.0" not in text

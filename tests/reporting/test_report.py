@@ -167,9 +167,9 @@ def test_score_table_has_a_row_per_metric() -> None:
         assert f"{m.ci_low:.3f} – {m.ci_high:.3f}" in row
     assert rows["faithfulness"].startswith("| faithfulness | 0.500 | ")
     assert "NO: 1, YES: 1" in rows["faithfulness"]
-    assert rows["faithfulness"].endswith("| 1 | 0 |")  # 1 parse failure, 0 errors
+    assert rows["faithfulness"].endswith("| 1 | – | 0 |")  # 1 parse failure, 0 errors
     assert rows["answer_relevance"].startswith("| answer_relevance | 1.000 | 0.025 – 1.000 | 1 |")
-    assert rows["answer_relevance"].endswith("| 0 | 1 |")  # 0 parse failures, 1 error
+    assert rows["answer_relevance"].endswith("| 0 | – | 1 |")  # 0 parse failures, 1 error
     assert "**Faithfulness 0.50** (95% CI 0.01-0.99, 2 cases): too few cases to read" in report
 
 
@@ -197,7 +197,7 @@ def test_unscored_metric_shows_na() -> None:
     )
     summary = Summary(n_cases=2, n_errors=0, metrics={"faithfulness": empty})
     report = render(summary=summary)
-    assert "| faithfulness | n/a | n/a | 0 (+2 unscored) | 0 | – | – | 0 | 0 |" in report
+    assert "| faithfulness | n/a | n/a | 0 (+2 unscored) | 0 | – | – | 0 | – | 0 |" in report
     assert "**Faithfulness" not in report
 
 
@@ -256,7 +256,7 @@ def test_case_shows_unparsed_label_and_metric_error() -> None:
     assert "**Question:** Can I bring my dog to Tallis Falls?" in section
     assert "**Reference:**" not in section
     assert "`pets.md#0`" in section
-    assert "| faithfulness | NO (unparsed) | 0.00 | `The judge rambled` |" in section
+    assert "| faithfulness | unparsed | 0.00 | `The judge rambled` |" in section  # not NO
     assert "| answer_relevance | – | – | judge timed out after 120 s |" in section
 
 
@@ -362,3 +362,33 @@ def test_the_gates_outcome_is_a_section_of_the_report() -> None:
         "&lt;!--: Δ +0.000 …: not worse",
     ]
     assert report.index("## Scores") < report.index("## Gate") < report.index("## Cases")
+
+
+def test_the_score_table_gives_the_judges_compliance_and_what_its_other_replies_did() -> None:
+    replies = [
+        MetricResult(score=1.0, label="YES", raw="YES", compliant=True),
+        MetricResult(score=1.0, label="YES", raw="YES", compliant=True),
+        MetricResult(score=1.0, label="YES", raw="I'd say YES", compliant=False),
+        MetricResult(score=0.0, label="NO", raw="YES or NO", parse_ok=False, ambiguous=True,
+                     compliant=False),
+    ]  # fmt: skip
+    cases = [
+        CaseResult(case_id=f"c{i}", question="q", answer="a", metrics={"faithfulness": r})
+        for i, r in enumerate(replies)
+    ]
+    report = render(cases=cases, summary=summarize(cases, ["faithfulness"]))
+    row = next(line for line in report.splitlines() if line.startswith("| faithfulness |"))
+    assert "| 1 (1 ambiguous) | 50% (25% ramble, 25% ambiguous, 0% unparsed) | 0 |" in row
+
+
+def test_an_unparsed_grade_reads_unparsed_never_a_grade_0() -> None:
+    results = {
+        "faithfulness": MetricResult(score=0.0, label="NO", raw="YES or NO", parse_ok=False,
+                                     ambiguous=True, compliant=False),
+        "answer_relevance": MetricResult(score=0.0, label=None, raw="Relevant.", parse_ok=False,
+                                         compliant=False),
+    }  # fmt: skip
+    cases = [CaseResult(case_id="c1", question="q", answer="a", metrics=results)]
+    section = case_section(render(cases=cases), "c1")
+    assert "| faithfulness | unparsed (ambiguous) | 0.00 | `YES or NO` |" in section
+    assert "| answer_relevance | unparsed | 0.00 | `Relevant.` |" in section

@@ -140,3 +140,46 @@ def test_error_bars_are_never_negative_at_means_of_exactly_0_or_1(
     for side, value in zip((below, above), expected, strict=True):
         if value is not None:
             assert side == value
+
+
+def _judged_job(judge: str, echoes: int, n: int = 10) -> JobResult:
+    """A job whose judge echoed its menu on the first ``echoes`` of ``n`` answers and replied
+    one word on the rest; people labelled every answer YES."""
+    from ragexp.results.case import AppliedLabel
+
+    human = [AppliedLabel(label="YES", score=1.0)]
+    cases = [
+        CaseResult(
+            case_id=f"c{i}", question="q",
+            metrics={METRIC: MetricResult(score=0.0, label="NO", parse_ok=False, ambiguous=True,
+                                          compliant=False, human=human)
+                     if i < echoes else
+                     MetricResult(score=1.0, label="YES", compliant=True, human=human)},
+        )
+        for i in range(n)
+    ]  # fmt: skip
+    swept = {"judge.model": judge}
+    return JobResult(
+        dir=Path(f"job-{judge}"), label=job_label(swept), swept=swept, status="finished",
+        summary=summarize(cases, [METRIC]), cases=cases,
+    )  # fmt: skip
+
+
+def test_the_sweep_shows_each_judges_compliance_in_its_table_json_and_card() -> None:
+    jobs = [_judged_job("echoer", echoes=5), _judged_job("follower", echoes=0)]
+    vocabulary = {METRIC: {"NO": 0.0, "PARTIAL": 0.5, "YES": 1.0}}
+    summary = summarize_sweep(jobs, METRIC, ["judge.model"], vocabularies=vocabulary)
+    table = render_terminal(summary, Path("s")).splitlines()
+    at = table[1].index("compliance")
+    shown = {line.split()[1]: line[at:].split()[0] for line in table[2:4]}
+    assert shown == {"echoer": "50%", "follower": "100%"}
+    assert "| compliance |" in render_markdown(summary, "t", plot=False)
+    data = to_json(summary)
+    share = {job["label"]: job["metrics"][METRIC]["compliance"]["share"] for job in data["jobs"]}
+    assert share == {"judge=echoer": 0.5, "judge=follower": 1.0}
+    cards = {card["judge"]: card["compliance"] for card in data["judge_card"]}
+    assert cards["echoer"]["ambiguous"] == 5 and cards["follower"]["share"] == 1.0
+    markdown = render_markdown(summary, "t", plot=False)
+    assert "| replies as the prompt asked | 50% (0% ramble, 50% ambiguous, 0% unparsed) |" in (
+        markdown
+    )

@@ -82,7 +82,10 @@ def test_report_reads_well(ollama_run: tuple[Path, str]) -> None:
     assert "| generator | `llama3.2:3b` (ollama) |" in report
     assert "| judge | `qwen2.5:7b` (ollama) |" in report
     assert "top_k=4" in report and "| prompt | default |" in report
-    assert "| faithfulness | 1.000 | 0.398 – 1.000 | 4 | 0 | 4 (1.00) | YES: 4 | 0 | 0 |" in report
+    assert (
+        "| faithfulness | 1.000 | 0.398 – 1.000 | 4 | 0 | 4 (1.00) | YES: 4 | 0 "
+        "| 100% (0% ramble, 0% ambiguous, 0% unparsed) | 0 |"  # every reply the word asked
+    ) in report
     assert "**Faithfulness 1.00** (95% CI 0.40-1.00, 4 cases): too few cases to read" in report
     assert "Self-judge" not in report and "Tiny judge" not in report
     assert report.count("### demo-0") == 4

@@ -304,7 +304,8 @@ def test_the_command_reports_the_jury_and_its_card_from_the_cache(
     assert "## The jury on faithfulness" in report
     assert f"**Worth it?** {jury['verdict']}." in report
     mean = np.mean([SCORE[says("ind-0", i)] for i in range(N)])
-    assert f"| `ind-0` | {mean:.3f} | 125 | 0 | 0 | 0 (125) |" in report
+    every_word = "100% (0% ramble, 0% ambiguous, 0% unparsed)"  # each juror replies one word
+    assert f"| `ind-0` | {mean:.3f} | 125 | 0 | {every_word} | 0 | 0 (125) |" in report
 
 
 def test_faithfulness_claims_asks_each_juror_with_its_own_variants(tmp_path: Path) -> None:

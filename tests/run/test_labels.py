@@ -135,6 +135,8 @@ def test_the_summary_has_the_judges_card(world: dict[str, Any]) -> None:
     assert card["leniency_ci_high"] == pytest.approx(high)
     assert card["verdict"] == f"lenient: its scores run {gaps.mean():.2f} above people's"
     assert card["not_random"] == 12  # no `sample`: not drawn by ragexp's sampler
+    compliance = card["compliance"]  # every reply the one word asked
+    assert (compliance["replies"], compliance["compliant"], compliance["share"]) == (24, 24, 1.0)
 
 
 def test_stale_labels_are_counted_and_not_applied(world: dict[str, Any]) -> None:

@@ -307,3 +307,13 @@ def test_a_floor_of_zero_never_explains_a_difference() -> None:
     assert not c.within_noise
     assert c.decide() == "not distinguishable"
     assert verdict(c) == "not distinguishable"
+
+
+def test_a_reply_with_no_verdict_differs_by_its_label_unparsed_at_the_same_score() -> None:
+    no = MetricResult(score=0.0, label="NO", raw="NO", compliant=True)
+    echo = MetricResult(score=0.0, label="NO", parse_ok=False, ambiguous=True, compliant=False)
+    a = [CaseResult(case_id="c1", question="q", metrics={"faithfulness": no})]
+    b = [CaseResult(case_id="c1", question="q", metrics={"faithfulness": echo})]
+    [c] = compare_cases(a, b)
+    assert c.delta == 0.0  # the score is the metric's fallback, as it defines it
+    assert [(d.label_a, d.label_b, d.score_b) for d in c.differing] == [("NO", "unparsed", 0.0)]

@@ -1,10 +1,11 @@
-"""A jury's MLflow metrics: each juror's under its model's name, made a valid metric name."""
+"""A jury's MLflow metrics: each juror's (its compliance among them) under its model's name,
+made a valid metric name."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ragexp.results import JurorSummary, JurySummary, MetricSummary, Summary
+from ragexp.results import Compliance, JurorSummary, JurySummary, MetricSummary, Summary
 from ragexp.tracking.run import RunRecord, metric_values
 
 
@@ -13,7 +14,9 @@ def test_each_juror_has_its_mean_parse_failures_and_errors() -> None:
         n_jurors=2, below_quorum=0, alpha=0.4,
         jurors=[
             JurorSummary(model="qwen2.5:7b", mean=0.75, n=4, parse_failures=1, errors=0,
-                         calls=4, cached=0, tokens=100),
+                         calls=4, cached=0, tokens=100, compliance=Compliance(
+                             replies=5, compliant=3, rambles=1, ambiguous=1, unparsed=0,
+                             share=0.6)),
             JurorSummary(model="flaky", mean=None, n=0, parse_failures=0, errors=4,
                          calls=4, cached=0, tokens=0),
         ],
@@ -29,3 +32,6 @@ def test_each_juror_has_its_mean_parse_failures_and_errors() -> None:
     assert values["faithfulness/juror/qwen2.5_7b/parse_failures"] == 1
     assert values["faithfulness/juror/flaky/errors"] == 4
     assert "faithfulness/juror/flaky/mean" not in values
+    assert values["faithfulness/juror/qwen2.5_7b/compliance"] == 0.6
+    assert "faithfulness/juror/flaky/compliance" not in values  # it said nothing
+    assert "faithfulness/compliance" not in values  # the jury's verdict is no reply

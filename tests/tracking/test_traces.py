@@ -152,3 +152,20 @@ def test_logged_traces_carry_the_reference_as_an_expectation_and_their_token_usa
     assert b.info.token_usage is None
     assert "mlflow.trace.tokenUsage" not in b.info.trace_metadata
     assert [s.get_attribute("mlflow.chat.tokenUsage") for s in b.data.spans] == [None] * 3
+
+
+def test_a_jurors_span_reads_unparsed_for_its_reply_with_no_verdict() -> None:
+    from ragexp.results import JurorVerdict
+
+    jurors = [
+        JurorVerdict(model="echo", score=0.0, label="NO", parse_ok=False, ambiguous=True,
+                     compliant=False, voted=False),
+        JurorVerdict(model="word", score=1.0, label="YES", compliant=True),
+    ]  # fmt: skip
+    case = CaseResult(
+        case_id="c1", question="When?", answer="At 6.",
+        metrics={"faithfulness": MetricResult(score=1.0, label="YES", jurors=jurors)},
+    )  # fmt: skip
+    spans = {s.name: s for s in case_trace(case, _config()).stamped("7", "r").span_entities()}
+    assert spans["juror echo: faithfulness"].outputs["label"] == "unparsed"  # never its NO
+    assert spans["juror word: faithfulness"].outputs["label"] == "YES"

@@ -223,3 +223,50 @@ def test_the_table_keeps_the_rows_missing_from_the_order_after_it() -> None:
     rows = {"a": {"i": 1}, "b": {"i": 2}, "c": {"i": 3}, "d": {"i": 4}}
     assert table_order(rows, ["c", "a", "z"]) == [{"i": 3}, {"i": 1}, {"i": 2}, {"i": 4}]
     assert table_order(rows, []) == [{"i": 1}, {"i": 2}, {"i": 3}, {"i": 4}]
+
+
+def test_the_judges_compliance_and_an_unparsed_reply_land_in_a_real_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``<metric>/compliance`` (the share, 0-1) beside ``<metric>/ambiguous``; an unparsed grade
+    reads ``unparsed`` in the per-case table and on the trace, never 0 (its score stays 0)."""
+    import mlflow
+
+    from ragexp.stats.summarize import summarize
+
+    def case(i: int, faithful: MetricResult, relevant: MetricResult) -> CaseResult:
+        return CaseResult(
+            case_id=f"c{i}", question="q?", answer="a", generation=_call("generate", i * 10**9),
+            metrics={"faithfulness": faithful, "answer_relevance": relevant},
+        )  # fmt: skip
+
+    judged = {"calls": [_call("judge:x", 1)]}
+    yes = MetricResult(score=1.0, label="YES", raw="YES", compliant=True, **judged)
+    echo = MetricResult(score=0.0, label="NO", raw="YES, PARTIAL, or NO", parse_ok=False,
+                        ambiguous=True, compliant=False, **judged)  # fmt: skip
+    four = MetricResult(score=0.75, label="4", raw="4", compliant=True, **judged)
+    lost = MetricResult(score=0.0, label=None, raw="Relevant.", parse_ok=False, compliant=False,
+                        **judged)  # fmt: skip
+    cases = [case(1, yes, four), case(2, echo, lost), case(3, yes, four), case(4, yes, four)]
+    uri = _store(tmp_path / "s", monkeypatch)
+    summary = summarize(cases, ["faithfulness", "answer_relevance"])
+    record = type(_record())(summary, {}, {}, 1.0, 8, [], self_judge=False)
+    end = finish_message(record, [c.case_id for c in cases], "FINISHED", {})
+    run_id = _write(_writer(uri, "compliance"), cases, end)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    metrics = client.get_run(run_id).data.metrics
+    assert metrics["faithfulness/compliance"] == 0.75  # 3 of 4 replies were one word
+    assert metrics["answer_relevance/compliance"] == 0.75
+    assert (metrics["faithfulness/ambiguous"], metrics["answer_relevance/ambiguous"]) == (1, 0)
+    table = json.loads(
+        Path(client.download_artifacts(run_id, "cases_table.json", str(tmp_path))).read_text()
+    )
+    column = table["columns"].index("answer_relevance/label")
+    assert [row[column] for row in table["data"]] == ["4", "unparsed", "4", "4"]
+    experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    found = client.search_traces(locations=[experiment], run_id=run_id)
+    [c2] = [
+        client.get_trace(t.info.trace_id) for t in found if t.info.tags["ragexp.case_id"] == "c2"
+    ]
+    values = {a.name: (a.value, a.metadata["score"]) for a in c2.info.assessments}
+    assert values == {"faithfulness": ("unparsed", "0.0"), "answer_relevance": ("unparsed", "0.0")}

@@ -69,7 +69,7 @@ def sheet_rows(
             labelers += [label.labeler] if label and label.labeler else []
             if with_judge:
                 result = case.metrics.get(metric)
-                row[JUDGE_PREFIX + metric] = (result.label or "") if result else ""
+                row[JUDGE_PREFIX + metric] = (result.shown_label() or "") if result else ""
         row.update(labeler=labelers[0] if labelers else "", note="")
         rows.append(row)
     return rows

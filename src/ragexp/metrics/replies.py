@@ -3,6 +3,15 @@ of the metric's own vocabulary (``YES, PARTIAL, or NO``: the label menu copied b
 judges do) is *ambiguous*, not a verdict. It is scored as the metric scores an unreadable reply
 and counted with the parse failures (`ragexp.results.case.MetricResult.ambiguous`).
 
+A reply is *compliant* when it is exactly what the prompt asked: after a ``<think>`` block is
+removed (a reasoning model's format; what follows it is the reply), one label word (``YES``,
+``PARTIAL``, ``NO``) or one digit 1-5, with nothing else but whitespace around it and at most
+one period right after it, in any case (``yes.`` is compliant; ``**YES**``, ``YES!``,
+``Answer: YES``, ``4/5`` are not). It is counted whatever ``parse`` reads
+(`ragexp.results.case.MetricResult.compliant`). Every reply is one of four
+(`ragexp.results.replies.reply_kind`): compliant, *rambles* (a verdict read from more words),
+ambiguous, or unparsed (no label at all).
+
 ``parse=first_match`` keeps the original harness's reading (the first label in the reply wins,
 ``YES, PARTIAL, or NO`` reads YES), to reproduce its numbers; ``strict`` (the default) is this
 module's. The metrics with a one-word verdict take it as their option ``parse``.
@@ -42,10 +51,18 @@ def parse_of(options: Any) -> Parse:
 
 @dataclass(frozen=True)
 class Reading:
-    """What a reply says: its label (None: none, or ambiguous) and whether it named several."""
+    """What a reply says: its label (None: none, or ambiguous), whether it named several, and
+    whether it was exactly what the prompt asked (`compliant`)."""
 
     label: str | None
     ambiguous: bool = False
+    compliant: bool = False
+
+
+def compliant(raw: str, answers: str) -> bool:
+    """The reply, outside a think block, is one of ``answers`` (a regex alternation) and nothing
+    else: surrounding whitespace, one period right after it and its case aside."""
+    return re.fullmatch(rf"\s*(?:{answers})\.?\s*", strip_reasoning(raw), re.IGNORECASE) is not None
 
 
 def read_word(raw: str, labels: Sequence[str], parse: Parse = "strict") -> Reading:
@@ -56,13 +73,14 @@ def read_word(raw: str, labels: Sequence[str], parse: Parse = "strict") -> Readi
     label in any case is read ("yes")."""
     text = strip_reasoning(raw)
     words = "|".join(map(re.escape, labels))
+    exact = compliant(raw, words)
     anycase = [m.upper() for m in re.findall(rf"\b({words})\b", text, re.IGNORECASE)]
     if parse == "first_match" or not anycase:
-        return Reading(anycase[0] if anycase else None)
+        return Reading(anycase[0] if anycase else None, compliant=exact)
     upper = re.findall(rf"\b({words})\b", text)
     if len(set(upper)) > 1 or set(anycase) == set(labels):
         return Reading(None, ambiguous=True)
-    return Reading(upper[0] if upper else anycase[0])
+    return Reading(upper[0] if upper else anycase[0], compliant=exact)
 
 
 _SCALE = re.compile(
@@ -81,10 +99,11 @@ def read_grade(raw: str, parse: Parse = "strict") -> Reading:
     5``, ``/5``, ``out of 5``) is not a grade; a reply that still names two grades or more
     (``1, 2, 3, 4 or 5``) is ambiguous."""
     text = strip_reasoning(raw)
+    exact = compliant(raw, "[1-5]")
     if parse == "first_match":
         first = _GRADE.search(text)
-        return Reading(first.group(1) if first else None)
+        return Reading(first.group(1) if first else None, compliant=exact)
     grades = _GRADE_WORD.findall(_SCALE.sub(" ", text))
     if len(set(grades)) > 1:
         return Reading(None, ambiguous=True)
-    return Reading(grades[0] if grades else None)
+    return Reading(grades[0] if grades else None, compliant=exact)

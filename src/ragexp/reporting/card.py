@@ -4,7 +4,8 @@ a sweep's summary.md, the MLflow artifact) and as terminal lines."""
 from __future__ import annotations
 
 from ragexp.reporting.markdown import code, text
-from ragexp.reporting.wording import num, pct
+from ragexp.reporting.wording import compliance_cell, num, pct
+from ragexp.results.replies import Compliance
 from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency
 from ragexp.stats.agreement import judge_of
 from ragexp.stats.judge_card import CardNumbers
@@ -46,6 +47,7 @@ def card_model(
     self_judge: bool,
     labels_needed: int | None,
     n_answers: int | None = None,
+    compliance: Compliance | None = None,
 ) -> JudgeCard:
     """The card as ``summary.json`` keeps it."""
     bias = numbers.bias
@@ -80,6 +82,7 @@ def card_model(
         labels_needed=labels_needed,
         n_answers=n_answers,
         verdict=verdict_line(numbers),
+        compliance=compliance,
     )
 
 
@@ -105,6 +108,8 @@ def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
         f"{_interval(card.leniency_ci_low, card.leniency_ci_high)} |",
         f"| self-judge | {SELF_JUDGE_ROW if card.self_judge else 'no'} |",
     ]
+    if card.compliance is not None:
+        lines.append(f"| replies as the prompt asked | {compliance_cell(card.compliance)} |")
     if card.human_pairs:
         lines.append(
             f"| two people on one answer | {card.human_pairs} pairs: agreement "
@@ -194,6 +199,7 @@ def sweep_card_models(summary: SweepSummary) -> list[JudgeCard]:
             self_judge=c.self_judge,
             labels_needed=c.labels_needed,
             n_answers=c.n_answers,
+            compliance=c.compliance,
         )
         for c in summary.cards
     ]

@@ -5,7 +5,7 @@ failures and cost."""
 from __future__ import annotations
 
 from ragexp.reporting.markdown import code
-from ragexp.reporting.wording import num, pct
+from ragexp.reporting.wording import compliance_cell, num, pct
 from ragexp.results.jury import JurorCard, JuryCard, JurySummary
 from ragexp.results.summary import Summary
 from ragexp.stats.jury_card import JuryNumbers
@@ -106,8 +106,11 @@ def _alpha_line(jury: JurySummary) -> str:
 
 
 def _juror_table(jury: JurySummary, agreement: dict[str, float | None]) -> list[str]:
-    head = "| juror | mean | verdicts | parse failures | errors | calls (cached) | tokens |"
-    rule = "| --- | --- | --- | --- | --- | --- | --- |"
+    head = (
+        "| juror | mean | verdicts | parse failures | compliance | errors | calls (cached) "
+        "| tokens |"
+    )
+    rule = "| --- | --- | --- | --- | --- | --- | --- | --- |"
     if agreement:
         head, rule = head + " agreement with people |", rule + " --- |"
     fitted = jury.dawid_skene
@@ -117,7 +120,8 @@ def _juror_table(jury: JurySummary, agreement: dict[str, float | None]) -> list[
     for j in jury.jurors:
         row = (
             f"| {code(j.model, cell=True)} | {num(j.mean)} | {j.n} | {j.parse_failures} | "
-            f"{j.errors} | {j.calls} ({j.cached}) | {j.tokens} |"
+            f"{compliance_cell(j.compliance) if j.compliance else '–'} | {j.errors} | "
+            f"{j.calls} ({j.cached}) | {j.tokens} |"
         )
         if agreement:
             row += f" {pct(agreement.get(j.model))} |"

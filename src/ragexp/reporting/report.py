@@ -14,6 +14,7 @@ from ragexp.reporting.markdown import code, one_line, text
 from ragexp.reporting.wording import (
     answers_phrase,
     clusters_cell,
+    compliance_cell,
     few_clusters_note,
     metric_failure_line,
     noise_line,
@@ -161,8 +162,8 @@ def scores_markdown(summary: Summary) -> list[str]:
         "## Scores",
         "",
         "| metric | mean | 95% CI | n | failed | clusters (deff) | labels | parse failures "
-        "| errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| judge compliance | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, m in summary.metrics.items():
         mean = f"{m.mean:.3f}" if m.mean is not None else "n/a"
@@ -171,7 +172,8 @@ def scores_markdown(summary: Summary) -> list[str]:
         n = f"{m.n}" + (f" (+{m.n_unscored} unscored)" if m.n_unscored else "")
         lines.append(
             f"| {name} | {mean} | {ci} | {n} | {m.failed} | {clusters_cell(m)} | {labels} | "
-            f"{parse_failures_cell(m)} | {m.errors} |"
+            f"{parse_failures_cell(m)} | {compliance_cell(m.compliance) if m.compliance else '–'} "
+            f"| {m.errors} |"
         )
     counts = {name: m.n for name, m in summary.metrics.items()}
     if len(set(counts.values())) > 1 or any(n < summary.n_cases for n in counts.values()):
@@ -272,8 +274,9 @@ def _case_section(case: CaseResult) -> list[str]:
     for name, m in case.metrics.items():
         score = f"{m.score:.2f}" if m.score is not None else "–"
         said = text(m.error, cell=True) if m.error else _said(m.raw)
-        flag = "" if m.parse_ok else " (unparsed)"
-        label = text(m.label, cell=True) if m.label else "–"
+        shown = m.shown_label()
+        label = text(shown, cell=True) if shown else "–"
+        flag = " (ambiguous)" if m.ambiguous and m.error is None else ""
         lines.append(f"| {name} | {label}{flag} | {score} | {said} |")
     return [*lines, "", *claims_lines(case)]
 

@@ -32,8 +32,9 @@ PLOT_FILE = "summary.png"
 
 
 def table(summary: SweepSummary) -> list[list[str]]:
-    """Header and one row per job: swept values, each metric's mean and CI, counts, the test
-    against the reference and the verdict."""
+    """Header and one row per job: swept values, each metric's mean and CI, counts (the judge's
+    compliance on the primary metric among them), the test against the reference and the
+    verdict."""
     metrics = _metrics(summary)
     short = short_keys(summary.swept)
     versus = "baseline" if summary.baseline else "best"
@@ -41,7 +42,8 @@ def table(summary: SweepSummary) -> list[list[str]]:
     header = [
         "rank", *(short[k] for k in summary.swept), *metrics,
         *([f"{summary.primary} corrected"] if corrected else []), "n", "clusters (deff)",
-        "parse fail", "failed", f"Δ vs {versus}" + (" (corrected)" if corrected else ""),
+        "parse fail", "compliance", "failed",
+        f"Δ vs {versus}" + (" (corrected)" if corrected else ""),
         "p (Holm)", "MDE", "tokens/case", "front", "verdict",
     ]  # fmt: skip
     rows = [header]
@@ -58,6 +60,7 @@ def table(summary: SweepSummary) -> list[list[str]]:
                 str(primary.n) if primary else "–",
                 clusters_cell(primary),
                 str(sum(m.parse_failures for m in s.metrics.values())) if s else "–",
+                pct(primary.compliance.share) if primary and primary.compliance else "–",
                 str(s.n_failed) if s else "–",
                 _delta(row),
                 _p(row.p_adjusted),

@@ -6,14 +6,23 @@ from pathlib import Path
 
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_terminal
-from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line, over_cases
+from ragexp.reporting.wording import (
+    answers_phrase,
+    calls_phrase,
+    compliance_warning,
+    metric_failure_line,
+    over_cases,
+    pct,
+)
 from ragexp.results.summary import Summary
+from ragexp.stats.compliance import COMPLIANCE_WARN, dominant
 
 
 def summary_line(
     summary: Summary, wall_s: float, llm_calls: int, llm_cached: int, run_dir: Path
 ) -> str:
-    """``ragexp: done in 12.3 s (72 LLM calls): faithfulness 0.917, ...; report: <path>``."""
+    """``ragexp: done in 12.3 s (72 LLM calls): faithfulness 0.917 [compliance 96%], ...;
+    report: <path>``: each mean, and its judge's compliance where the metric says."""
     means = ", ".join(
         (f"{name} {m.mean:.3f}" if m.mean is not None else f"{name} n/a")
         + (
@@ -23,6 +32,7 @@ def summary_line(
             if m.n < summary.n_cases
             else ""
         )
+        + (f" [compliance {pct(m.compliance.share)}]" if m.compliance is not None else "")
         for name, m in summary.metrics.items()
     )
     answers = f"answers: {answers_phrase(summary.answers)}; " if summary.answers else ""
@@ -42,24 +52,20 @@ def metric_failure_lines(summary: Summary, log: Path | None) -> list[str]:
     ]
 
 
-def ambiguous_lines(summary: Summary) -> list[str]:
-    """A warning per metric whose judge named several labels (an echoed menu) in a fifth of its
-    replies or more: those are no verdicts, and a judge that does it that often is not
-    following its prompt."""
-    lines = []
+def compliance_lines(summary: Summary, judge: str) -> list[str]:
+    """One warning per judge under `COMPLIANCE_WARN` on a metric (each juror of a panel apart):
+    what it does most instead of the one label asked, and how its replies split. It counts the
+    echoed label menus (ambiguous replies) too: one warning, not two."""
+    found = []
     for name, m in summary.metrics.items():
-        replies = m.n + m.n_unscored
-        if replies and m.ambiguous / replies >= AMBIGUOUS_WARN:
-            lines.append(
-                f"ragexp: warning: {name}: the judge named several labels (its label menu copied "
-                f"back) in {m.ambiguous} of {replies} replies ({m.ambiguous / replies:.0%}); "
-                "they are no verdicts and score as unreadable. A larger judge follows the format"
-            )
-    return lines
-
-
-AMBIGUOUS_WARN = 0.2
-"""The share of ambiguous replies from which a run warns about its judge."""
+        found.append((judge, name, m.compliance))
+        if m.jury is not None:
+            found += [(juror.model, name, juror.compliance) for juror in m.jury.jurors]
+    return [
+        f"ragexp: warning: {compliance_warning(who, name, c, dominant(c))}"
+        for who, name, c in found
+        if c is not None and c.share < COMPLIANCE_WARN
+    ]
 
 
 def label_lines(summary: Summary) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ragexp.reporting.markdown import code
+from ragexp.results.replies import Compliance, ReplyKind
 from ragexp.results.summary import AnswersInfo, MetricSummary, NoiseSummary, Summary
 from ragexp.stats import ALPHA
 from ragexp.stats.evidence import FEW_CLUSTERS, MIN_UNITS, Evidence, smallest_p
@@ -167,3 +168,38 @@ def unreached_line(key: str, n_jobs: int) -> str:
 def parse_failures_cell(m: MetricSummary) -> str:
     """``12`` or ``12 (12 ambiguous)``: replies with no verdict, and of them the echoed menus."""
     return f"{m.parse_failures}" + (f" ({m.ambiguous} ambiguous)" if m.ambiguous else "")
+
+
+def compliance_cell(c: Compliance) -> str:
+    """``42% (8% ramble, 50% ambiguous, 0% unparsed)``: the judge's compliance, then what its
+    other replies did."""
+    s = c.shares()
+    return (
+        f"{pct(s['compliant'])} ({pct(s['rambles'])} ramble, {pct(s['ambiguous'])} ambiguous, "
+        f"{pct(s['unparsed'])} unparsed)"
+    )
+
+
+DOES: dict[ReplyKind, str] = {
+    "ambiguous": "echoes the label menu (names several labels)",
+    "unparsed": "gives no label",
+    "rambles": "wraps its label in more words",
+}
+"""What a judge does, by the kind of reply it gives most when it does not comply."""
+
+
+def compliance_warning(judge: str, metric: str, c: Compliance, does: ReplyKind) -> str:
+    """``judge qwen2.5:0.5b on faithfulness echoes the label menu (names several labels) in 50%
+    of replies (compliance 42%: 8% ramble, 50% ambiguous, 0% unparsed); ...``."""
+    s = c.shares()
+    after = (
+        "its verdicts are still read, but a judge that does not follow the format is a weak one"
+        if does == "rambles"
+        else "those replies are no verdicts and score as unreadable"
+    )
+    return (
+        f"judge {judge} on {metric} {DOES[does]} in {pct(s[does])} of replies (compliance "
+        f"{pct(s['compliant'])}: {pct(s['rambles'])} ramble, {pct(s['ambiguous'])} ambiguous, "
+        f"{pct(s['unparsed'])} unparsed, of {c.replies}); {after}. A larger judge follows the "
+        "format"
+    )

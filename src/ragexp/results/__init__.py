@@ -11,6 +11,7 @@ from ragexp.results.case import (
     RetrievedChunk,
 )
 from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary, SweepJury
+from ragexp.results.replies import Compliance
 from ragexp.results.summary import (
     AnswersInfo,
     CalibratedMean,
@@ -35,6 +36,7 @@ __all__ = [
     "CallCount",
     "CaseResult",
     "ClaimAgreement",
+    "Compliance",
     "Cost",
     "GateOutcome",
     "GateVerdict",

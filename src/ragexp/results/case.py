@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragexp.results.replies import UNPARSED, ReplyKind, reply_kind
+
 DETAIL_CHARS = 8000
 """The most of an ``error_detail`` kept (its end: a traceback's last frames and the error)."""
 
@@ -63,6 +65,10 @@ class JurorVerdict(_Model):
     score: float | None = None
     label: str | None = None
     parse_ok: bool = True
+    ambiguous: bool = False
+    """Its reply named several labels (`MetricResult.ambiguous`)."""
+    compliant: bool | None = None
+    """Its reply was exactly what the prompt asked (`MetricResult.compliant`)."""
     error: str | None = None
     raw: str | None = None
     """The juror's reply (its last, for a metric that asks several times)."""
@@ -75,6 +81,17 @@ class JurorVerdict(_Model):
     """Prompt and completion tokens of its calls, where the backend reported them."""
     llm_calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Its calls (kept for traces, not written to cases.jsonl)."""
+
+    def reply_kind(self) -> ReplyKind | None:
+        """Its reply's kind (`ragexp.results.replies.reply_kind`)."""
+        return reply_kind(
+            compliant=self.compliant, ambiguous=self.ambiguous, parse_ok=self.parse_ok,
+            error=self.error,
+        )  # fmt: skip
+
+    def shown_label(self) -> str | None:
+        """Its label as every view shows it (`MetricResult.shown_label`)."""
+        return UNPARSED if self.error is None and not self.parse_ok else self.label
 
 
 class Judgement(_Model):
@@ -115,6 +132,10 @@ class MetricResult(_Model):
     ambiguous: bool = False
     """The judge's text named several labels (e.g. the label menu copied back): no verdict,
     scored by the metric's fallback and counted with the parse failures."""
+    compliant: bool | None = None
+    """The judge's text was exactly what the prompt asked: one label word, one digit (a think
+    block, surrounding whitespace, a trailing period and case aside; `ragexp.metrics.replies`).
+    None: the metric does not say (a third-party metric, a case of an older ragexp)."""
     error: str | None = None
     """Why the metric failed on this case; the run went on."""
     metric_version: str = ""
@@ -134,6 +155,22 @@ class MetricResult(_Model):
     ``claims`` in that shape is what report.md shows under the case."""
     calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Judge calls behind this result (kept for traces, not written to cases.jsonl)."""
+
+    def reply_kind(self) -> ReplyKind | None:
+        """The judge's reply's kind: compliant, rambles, ambiguous, unparsed; None when the
+        metric does not say or failed (`ragexp.results.replies.reply_kind`)."""
+        return reply_kind(
+            compliant=self.compliant, ambiguous=self.ambiguous, parse_ok=self.parse_ok,
+            error=self.error,
+        )  # fmt: skip
+
+    def shown_label(self) -> str | None:
+        """The label as every view shows it: ``unparsed`` for a reply that gave no verdict (no
+        label, or several), never the metric's fallback (faithfulness's NO) nor a grade 0; the
+        label otherwise (None: a metric without labels, or one that failed)."""
+        if self.error is None and not self.parse_ok:
+            return UNPARSED
+        return self.label
 
 
 class CaseResult(_Model):

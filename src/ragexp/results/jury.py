@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragexp.results.replies import Compliance
+
 BELOW_QUORUM = "JuryError"
 """How the error of a case whose jurors gave too few verdicts starts."""
 
@@ -28,6 +30,8 @@ class JurorSummary(BaseModel):
     cached: int
     tokens: int
     """Prompt and completion tokens of its calls (made or cached), where reported."""
+    compliance: Compliance | None = None
+    """Its replies by kind and its compliance (`ragexp.results.summary.MetricSummary`)."""
 
 
 class JurySummary(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragexp.results.jury import JurorCard, JuryCard, JurySummary
+from ragexp.results.replies import Compliance
 
 
 class MetricSource(BaseModel):
@@ -143,6 +144,8 @@ class JudgeCard(BaseModel):
     verdict: str
     jury: JuryCard | None = None
     """With ``judge.panel``: is the jury worth it (docs/juries.md)."""
+    compliance: Compliance | None = None
+    """The judge's replies by kind over the answers it judged (`MetricSummary.compliance`)."""
     jurors: list[JurorCard] = Field(default_factory=list)
     """With ``judge.panel``: each juror against people."""
 
@@ -183,6 +186,10 @@ class MetricSummary(BaseModel):
     included)."""
     ambiguous: int = 0
     """Of those, the replies that named several labels (an echoed label menu)."""
+    compliance: Compliance | None = None
+    """The judge's replies by kind (compliant, rambles, ambiguous, unparsed) and its compliance,
+    the share that was exactly what the prompt asked; None when the metric does not say, or a
+    panel judged it (then each juror's, in ``jury``)."""
     errors: int
     """Cases on which the metric failed (raised, or returned no valid result)."""
     failed: int = 0

@@ -271,6 +271,5 @@ def _report_progress(run: CaseRun, result: CaseResult) -> None:
 
 
 def _progress_label(result: MetricResult) -> str:
-    if result.label is not None:
-        return result.label
-    return "unparsed" if not result.parse_ok else f"{result.score}"
+    shown = result.shown_label()  # "unparsed" for a reply with no verdict
+    return shown if shown is not None else f"{result.score}"

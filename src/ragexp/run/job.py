@@ -31,7 +31,7 @@ from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
 from ragexp.reporting.terminal import (
-    ambiguous_lines,
+    compliance_lines,
     label_lines,
     metric_failure_lines,
     summary_line,
@@ -275,9 +275,8 @@ def conclude(
             ),
             file=sys.stderr,
         )
-        for line in metric_failure_lines(summary, metric_error_log()) + ambiguous_lines(summary):
-            print(line, file=sys.stderr)
-        for line in label_lines(summary):
+        warned = compliance_lines(summary, config.judge.name()) + label_lines(summary)
+        for line in metric_failure_lines(summary, metric_error_log()) + warned:
             print(line, file=sys.stderr)
         if run.registry.systems[config.system.kind].verdicts_to_traces:
             print(write_verdicts(config.tracking.uri(), outcome.cases, config.judge.model),

@@ -64,6 +64,8 @@ async def _verdict(juror: Juror, ask: Ask, replicate: int) -> JurorVerdict:
         score=result.score,
         label=result.label,
         parse_ok=result.parse_ok,
+        ambiguous=result.ambiguous,
+        compliant=result.compliant,
         error=result.error,
         raw=result.raw,
         voted=result.error is None and result.parse_ok and result.score is not None,

@@ -95,5 +95,6 @@ def conclude_labels(
                 self_judge=self_judge,
                 labels_needed=labels_needed(scores.human, scores.judge),
                 n_answers=len(scores.judge),
+                compliance=m.compliance,
             )
             m.judge_card.claims = claim_agreement(cases, name)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ragexp.results.case import CaseResult, MetricResult
 from ragexp.results.jury import BELOW_QUORUM, JurorSummary, JurySummary
+from ragexp.stats.compliance import compliance
 
 Method = Literal["majority", "mean", "median"]
 
@@ -108,6 +109,7 @@ def jury_summary(cases: Sequence[CaseResult], name: str) -> JurySummary | None:
                 calls=sum(v.calls for v in verdicts),
                 cached=sum(v.cached for v in verdicts),
                 tokens=sum(v.tokens for v in verdicts),
+                compliance=compliance(v.reply_kind() for v in verdicts),
             )
         )
     below = sum(1 for r in results if r.error is not None and r.error.startswith(BELOW_QUORUM))

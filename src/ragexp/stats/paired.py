@@ -180,14 +180,15 @@ Outcome = tuple[float, str | None] | Literal["failed"] | None
 
 
 def outcome(case: CaseResult, name: str) -> Outcome:
-    """What ``case`` holds of metric ``name``: its (score, label); ``"failed"`` when the system
+    """What ``case`` holds of metric ``name``: its (score, label as shown: ``unparsed`` for a
+    reply with no verdict); ``"failed"`` when the system
     failed on the case or the metric raised; None when the metric did not score it (n/a)."""
     result = case.metrics.get(name)
     if case.error or (result is not None and result.error):
         return "failed"
     if result is None or result.score is None:
         return None
-    return result.score, result.label
+    return result.score, result.shown_label()
 
 
 @dataclass

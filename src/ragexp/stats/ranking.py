@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragexp.results.jobs import JobResult
+from ragexp.results.replies import Compliance
 from ragexp.stats.agreement import (
     JUDGE_KEY,
     Agreement,
@@ -21,6 +22,7 @@ from ragexp.stats.agreement import (
     ranking_stability,
 )
 from ragexp.stats.calibration import case_scores, labels_needed
+from ragexp.stats.compliance import compliance
 from ragexp.stats.cost import dominators
 from ragexp.stats.judge_card import CardNumbers, judge_card, labelled_answers
 from ragexp.stats.multiplicity import holm
@@ -60,6 +62,8 @@ class SweepCard:
     labels_needed: int | None = None
     """Per job, for a corrected interval of ±0.05 on the metric (the most any job needs)."""
     n_answers: int | None = None
+    compliance: Compliance | None = None
+    """The judge's replies by kind over its jobs' answers."""
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,11 @@ def sweep_cards(
                 scores = [case_scores(job.cases, metric) for job in group]
                 need = max(labels_needed(s.human, s.judge) for s in scores)
                 most = max(len(s.judge) for s in scores)
-                cards.append(SweepCard(judge, metric, numbers, self_judge, need, most))
+                replies = compliance(
+                    r.reply_kind() for job in group for c in job.cases
+                    if (r := c.metrics.get(metric)) is not None
+                )  # fmt: skip
+                cards.append(SweepCard(judge, metric, numbers, self_judge, need, most, replies))
     return cards
 
 

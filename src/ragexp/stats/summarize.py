@@ -13,6 +13,7 @@ import numpy as np
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import CallCount, Cost, MetricSummary, Summary
 from ragexp.stats.clusters import design_effect, effective_n, n_clusters
+from ragexp.stats.compliance import compliance
 from ragexp.stats.intervals import mean_ci
 from ragexp.stats.jury import jury_summary
 from ragexp.stats.noise import judge_noise
@@ -40,7 +41,8 @@ def summarize(
 
 def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
     """One metric over ``cases``: the mean and 95% Wilson interval of its scores, its labels,
-    parse failures, errors and the judge's noise."""
+    parse failures, the judge's compliance (its first judgement of each answer), errors and the
+    judge's noise."""
     results = [c.metrics[name] for c in cases if name in c.metrics]
     scored = [
         (r.score, c.cluster or c.case_id)
@@ -67,6 +69,7 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         label_counts=dict(sorted(labels.items())),
         parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
         ambiguous=sum(1 for r in results if r.ambiguous and r.error is None),
+        compliance=compliance(r.reply_kind() for r in results),
         errors=sum(1 for r in results if r.error is not None),
         failed=sum(1 for c in cases if outcome(c, name) == "failed"),
         first_error=next((r.error for r in results if r.error is not None), None),

@@ -115,7 +115,7 @@ def case_grid(summary: SweepSummary) -> dict[str, list[Any]]:
         column = []
         for case_id in ids:
             result = by_id.get(case_id)
-            value = "" if result is None or result.error else (result.label or result.score)
+            value = "" if result is None or result.error else (result.shown_label() or result.score)
             column.append("" if value is None else str(value))
         grid[job.label] = column
     return grid

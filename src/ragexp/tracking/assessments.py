@@ -37,13 +37,14 @@ class Pulled:
 
 
 def judge_feedback(name: str, result: MetricResult, judge_model: str) -> Assessment:
-    """A metric's result on a case as its feedback: the label as value (the score when the
-    metric gives no label), the score in metadata, the judge's raw reply as rationale."""
+    """A metric's result on a case as its feedback: the label as value (``unparsed`` for a reply
+    with no verdict, the score when the metric gives no label), the score in metadata, the
+    judge's raw reply as rationale."""
     judged = bool(result.calls)
     return Assessment(
         kind="feedback",
         name=name,
-        value=result.label if result.label is not None else result.score,
+        value=shown if (shown := result.shown_label()) is not None else result.score,
         source_type="LLM_JUDGE" if judged else "CODE",
         source_id=judge_model if judged else f"ragexp:{name}",
         rationale=result.raw if result.raw is not None else result.error,

@@ -97,12 +97,15 @@ def metric_values(record: RunRecord) -> dict[str, float]:
 
 
 def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
-    """One metric's MLflow metrics: mean and interval, counts, judge noise, the corrected mean
-    and the judge card's kappa and leniency (with human labels), label rates."""
+    """One metric's MLflow metrics: mean and interval, counts, the judge's compliance (the share
+    of its replies exactly as the prompt asked, 0-1), judge noise, the corrected mean and the
+    judge card's kappa and leniency (with human labels), label rates."""
     values: dict[str, float] = {
         f"{name}/n": m.n, f"{name}/parse_failures": m.parse_failures,
         f"{name}/ambiguous": m.ambiguous, f"{name}/errors": m.errors,
     }  # fmt: skip
+    if m.compliance is not None:
+        values[f"{name}/compliance"] = m.compliance.share
     if m.mean is not None and m.ci_low is not None and m.ci_high is not None:
         values.update({f"{name}/mean": m.mean, f"{name}/ci_low": m.ci_low})
         values[f"{name}/ci_high"] = m.ci_high
@@ -127,9 +130,9 @@ def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
 
 
 def _jury_values(name: str, m: MetricSummary) -> dict[str, float]:
-    """A jury's MLflow metrics (``judge.panel``): each juror's mean, parse failures and errors
-    (``<metric>/juror/<model>/...``), the jurors' alpha and, with labels, the effective votes
-    and the gain over the best juror."""
+    """A jury's MLflow metrics (``judge.panel``): each juror's mean, parse failures, errors and
+    compliance (``<metric>/juror/<model>/...``), the jurors' alpha and, with labels, the
+    effective votes and the gain over the best juror."""
     values: dict[str, float] = {}
     if m.jury is None:
         return values
@@ -141,6 +144,8 @@ def _jury_values(name: str, m: MetricSummary) -> dict[str, float]:
             values[f"{key}/mean"] = juror.mean
         values[f"{key}/parse_failures"] = juror.parse_failures
         values[f"{key}/errors"] = juror.errors
+        if juror.compliance is not None:
+            values[f"{key}/compliance"] = juror.compliance.share
     card = m.judge_card.jury if m.judge_card is not None else None
     if card is not None and card.effective_votes is not None:
         values[f"{name}/jury_effective_votes"] = card.effective_votes
@@ -209,9 +214,7 @@ def table_row(case: CaseResult) -> dict[str, Any]:
         "answer": case.answer or "",
         "retrieved": ", ".join(r.doc_id or r.chunk_id for r in case.retrieved),
         "error": case.error or "",
-        "metrics": {
-            name: ("" if r.label is None else r.label, r.score) for name, r in case.metrics.items()
-        },
+        "metrics": {name: (r.shown_label() or "", r.score) for name, r in case.metrics.items()},
     }
 
 

@@ -111,7 +111,7 @@ def _juror_span(
     span = builder.span(
         f"juror {verdict.model}: {metric}", "EVALUATOR", root, start, end,
         {"metric": metric},
-        {"label": verdict.label, "score": verdict.score, "parse_ok": verdict.parse_ok,
+        {"label": verdict.shown_label(), "score": verdict.score, "parse_ok": verdict.parse_ok,
          "error": verdict.error},
         {"model": verdict.model, "voted": verdict.voted},
         error=verdict.error is not None,

@@ -57,11 +57,16 @@ class AnswerRelevance:
         if reading.label is None:
             # No grade, or several: scored as the lowest grade and counted as a parse failure,
             # as faithfulness does, so a judge that ignores the format earns nothing.
+            # Every view shows it as "unparsed" (`MetricResult.shown_label`), never as a grade.
             return MetricResult(
-                score=0.0, label=None, raw=raw, parse_ok=False, ambiguous=reading.ambiguous
-            )
+                score=0.0, label=None, raw=raw, parse_ok=False, ambiguous=reading.ambiguous,
+                compliant=False,
+            )  # fmt: skip
         grade = int(reading.label)
-        return MetricResult(score=GRADES[str(grade)], label=str(grade), raw=raw, parse_ok=True)
+        return MetricResult(
+            score=GRADES[str(grade)], label=str(grade), raw=raw, parse_ok=True,
+            compliant=reading.compliant,
+        )  # fmt: skip
 
 
 @hookimpl

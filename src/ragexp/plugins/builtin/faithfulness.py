@@ -5,7 +5,8 @@ or NO; no label scores NO, because a judge that does not follow the format shoul
 A reply that names several labels (``YES, PARTIAL, or NO``: the menu copied back) has followed
 nothing either: it is ambiguous and scores NO too (`ragexp.metrics.replies`); the harness's own
 reading, the first label wins, is ``metric_options.faithfulness.parse=first_match``. A
-``<think>`` block is removed first.
+``<think>`` block is removed first. Whether the reply was the one word asked is
+``MetricResult.compliant``.
 Its mean is read with the original harness's bands (`Faithfulness.reading`).
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from ragexp.hookspecs import hookimpl
 from ragexp.metrics.interface import Judge, Metric, RegisterMetric, Sample
-from ragexp.metrics.replies import Parse, ParseOptions, parse_of, read_word
+from ragexp.metrics.replies import Parse, ParseOptions, compliant, parse_of, read_word
 from ragexp.results.case import MetricResult
 
 PROMPT = """You are a strict evaluator. Your job is to decide whether an ANSWER is supported
@@ -94,8 +95,9 @@ class Faithfulness:
         raw = await judge(PROMPT.format(context=context, answer=sample.answer))
         label, ok, ambiguous = parse_faithfulness(raw, parse_of(options))
         return MetricResult(
-            score=SCORES[label], label=label, raw=raw, parse_ok=ok, ambiguous=ambiguous
-        )
+            score=SCORES[label], label=label, raw=raw, parse_ok=ok, ambiguous=ambiguous,
+            compliant=compliant(raw, "|".join(SCORES)),
+        )  # fmt: skip
 
     def reading(self, mean: float, ci_low: float | None, ci_high: float | None, n: int) -> str:
         """The original harness's reading of the mean (`faithfulness_line`)."""
