@@ -58,8 +58,9 @@ class CaseRun:
     done: int = field(default=0)
     unreachable: int = field(default=0)
     """Cases in a row (as they end) that could not reach their server."""
-    variants: dict[tuple[str, str], list[Endpoint]] = field(default_factory=dict)
-    """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`)."""
+    variants: dict[tuple[str, str | None], list[Endpoint]] = field(default_factory=dict)
+    """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`); (metric,
+    None) -> those of the metric's own calls when its replies are capped (`NeedsReplyTokens`)."""
     panel: list[Juror] = field(default_factory=list)
     """With ``judge.panel``, its jurors (who then judge instead of ``judges``)."""
 
@@ -210,18 +211,19 @@ def _judge_for(
     calls: list[LLMCall],
     replicate: int,
     run: CaseRun,
-    variants: Mapping[tuple[str, str], list[Endpoint]] | None = None,
+    variants: Mapping[tuple[str, str | None], list[Endpoint]] | None = None,
 ) -> Judge:
     known = run.variants if variants is None else variants
 
     async def judge(
         prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
     ) -> str:
-        asked = endpoint
-        if settings is not None:
-            if (metric.name, settings) not in known:
-                raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
+        if (metric.name, settings) in known:  # a variant, or the metric's own short replies
             asked = known[(metric.name, settings)][replicate]
+        elif settings is None:
+            asked = endpoint
+        else:
+            raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
         call = await _call(
             asked,
             [{"role": "user", "content": prompt}],
