@@ -36,10 +36,9 @@ THINKING_MODELS = (
 """Model families that reason before answering (all of their sizes and tags). ``qwen3`` covers
 its instruct-2507 builds too: better an uncapped call than a cut one."""
 
-_NAME_RE = re.compile(
-    r"(?:^|[/:_.\-])(" + "|".join(re.escape(family) for family in THINKING_MODELS) + r")",
-    re.IGNORECASE,
-)
+_FAMILIES = "|".join(re.escape(family) for family in THINKING_MODELS)
+_NAME_RE = re.compile(rf"(?:^|[/:_.\-])({_FAMILIES})(?=$|[^a-z])", re.IGNORECASE)
+"""A family's name at the start of the name or after a separator, and not inside a longer word."""
 
 
 def thinks(model: str) -> bool:

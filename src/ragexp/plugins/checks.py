@@ -202,7 +202,8 @@ def _attr_problem(attr: str, value: object, kind: type) -> str:
 def _describe(value: object) -> str:
     if isinstance(value, type):
         return f"the class {value.__name__}"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 SYSTEM_CONTRACT = (
