@@ -69,3 +69,13 @@ def test_the_failed_cases_of_each_run_are_said() -> None:
     text = render("b", "a", [c], markdown=False)
     assert "- faithfulness: 3 cases failed in A, scored worst; 1 failed in both" in text
     assert "failed" not in render("a", "b", compare_cases(a[1:], a[1:]), markdown=False)
+
+
+def test_the_note_names_the_interval_method_tango_for_yes_no_differences() -> None:
+    text = _table(60)
+    assert (
+        "Δ's interval: Tango's score interval when every difference is −1, 0 or +1 and no two "
+        "cases share a document, else the mean ± Student's t standard errors (never below the "
+        "floor of half a pseudo-pair per cell; cluster-robust, t with G − 1 df, when cases share "
+        "documents); p: two-sided paired permutation test"
+    ) in text

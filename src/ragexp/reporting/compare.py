@@ -11,6 +11,7 @@ from ragexp.reporting.wording import cluster_notes, noise_line, num, too_few_cas
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import Cost
 from ragexp.stats import ALPHA, CONFIDENCE
+from ragexp.stats.difference import METHOD as DIFFERENCE_METHOD
 from ragexp.stats.evidence import MIN_UNITS
 from ragexp.stats.noise import judge_noise
 from ragexp.stats.paired import Decision, MetricComparison
@@ -106,8 +107,7 @@ def render(
         )
     lines += [
         "",
-        f"Δ's interval: mean ± t standard errors (never below the floor of half a pseudo-pair "
-        f"per cell; cluster-robust, t with G − 1 df, when cases share documents); p: two-sided "
+        f"Δ's interval: {DIFFERENCE_METHOD}; p: two-sided "
         f"paired permutation test (A and B swapped within cases, or within whole documents); "
         f"'better' needs p < {ALPHA} and an interval that excludes 0, and at least {MIN_UNITS} "
         "paired cases (or documents).",
