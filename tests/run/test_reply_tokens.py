@@ -139,3 +139,23 @@ def test_a_changed_limit_is_a_cache_miss_and_the_same_limit_a_hit(
             "faithfulness": {("qwen2.5:7b", 4)},
             "answer_relevance": {("qwen2.5:7b", 4)},
         }
+
+
+def test_a_capped_endpoint_is_checked_once_with_its_judge_and_its_calls_carry_its_identity(
+    reg: Registry, tmp_path: Path
+) -> None:
+    checks = {}
+    for setting in ("none", "auto"):
+        with FakeOllama(MODELS) as server:
+            outcome = _run(
+                reg, _config(reg, server, tmp_path / setting, **{"judge.reply_tokens": setting})
+            )
+            checks[setting] = [r.path for r in server.requests if not r.path.endswith("chat")]
+            digest = server.digest("qwen2.5:7b")
+        judged = [
+            call for case in outcome.cases for result in case.metrics.values()
+            for call in result.calls
+        ]  # fmt: skip
+        assert len(judged) == 2 * N_CASES
+        assert {call.model_id for call in judged} == {digest}
+    assert checks["auto"] == checks["none"]  # three endpoints for the judge, one check
