@@ -3,14 +3,17 @@ SmolLM2-135M model on llama.cpp generates and judges the 24 demo cases), two tre
 
     .venv/bin/python benchmarks/demo.py --tree before=../wt-main/src --tree after=src
     .venv/bin/python benchmarks/demo.py --repeats 1 --variants portable     # a quick look
+    .venv/bin/python benchmarks/demo.py --tree capped=src \
+        --tree 'uncapped=src@judge.reply_tokens=none'                   # one setting changed
 
 Each run is a fresh `python -m ragexp` process in a fresh folder: an empty call cache
 (`cache.dir`) and a new MLflow store (`tracking.tracking_uri=sqlite:///...`), as on a fresh
-clone; the tree under test is chosen through `PYTHONPATH`. `RAGEXP_LLAMA_VARIANT=portable`
-forces llama.cpp's portable x86-64-v3 (AVX2) build, the one a CPU without AVX-512 runs
-(`ragexp.llm.embedded.native`); `native` leaves the choice to ragexp (on an AVX-512 CPU the
-x86-64-v4 build when it is installed). The converted model (`~/.cache/ragexp/models`) is kept
-between runs, as on a user's second run.
+clone; the tree under test is chosen through `PYTHONPATH`, and `NAME=SRC@KEY=VALUE ...` adds
+overrides to that tree's command (the same tree twice, one setting changed).
+`RAGEXP_LLAMA_VARIANT=portable` forces llama.cpp's portable x86-64-v3 (AVX2) build, the one a
+CPU without AVX-512 runs (`ragexp.llm.embedded.native`); `native` leaves the choice to ragexp
+(on an AVX-512 CPU the x86-64-v4 build when it is installed). The converted model
+(`~/.cache/ragexp/models`) is kept between runs, as on a user's second run.
 
 Runs are interleaved: for each repeat and each variant, every tree once, the order reversed
 every other repeat, so a machine whose load changes slows both alike. It prints each run, then
@@ -19,7 +22,9 @@ every run scored the same cases with the same number of LLM calls (exit 1 otherw
 says how many verdicts differ from the first tree's first run (a cap on the judge's reply can
 change what a rambling judge is read as), the tokens each role generated, and the prompt
 reading time (the sum of the decoding steps that read prompts: a step reads one prompt or
-generates for every sequence, never both; `ragexp.llm.embedded.batch`).
+generates for every sequence, never both; `ragexp.llm.embedded.batch`). Every tree reads the
+same prompts, so wall / prompt reading compares runs made under different loads (on a shared
+machine the same run's wall time moves by 3x): what a tree saves beside the prompts shows there.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ class Run:
         )
 
 
-def run_demo(tree: str, src: Path, variant: str, python: str) -> Run:
+def run_demo(tree: str, src: Path, variant: str, python: str, overrides: list[str]) -> Run:
     """One `python -m ragexp` in a fresh folder (cache and MLflow store new)."""
     with tempfile.TemporaryDirectory(prefix="ragexp-demo-") as tmp:
         folder = Path(tmp)
@@ -83,7 +88,7 @@ def run_demo(tree: str, src: Path, variant: str, python: str) -> Run:
             env[VARIANT_ENV] = "portable"
         command = [
             python, "-m", "ragexp", f"cache.dir={folder / 'cache'}",
-            f"tracking.tracking_uri=sqlite:///{folder / 'mlflow.db'}",
+            f"tracking.tracking_uri=sqlite:///{folder / 'mlflow.db'}", *overrides,
         ]  # fmt: skip
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
@@ -156,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         order = trees if repeat % 2 == 0 else trees[::-1]
         for variant in variants:
-            for name, src in order:
-                run = run_demo(name, Path(src), variant, args.python)
+            for name, given in order:
+                src, _, overrides = given.partition("@")
+                run = run_demo(name, Path(src), variant, args.python, overrides.split())
                 runs.append(run)
                 print(f"  {repeat + 1} {run.line()}, load {os.getloadavg()[0]:.2f}", flush=True)
     return report(runs, [name for name, _ in trees], variants)
@@ -181,7 +187,8 @@ def report(runs: list[Run], trees: list[str], variants: list[str]) -> int:
                 f", max {max(r.wall_s for r in mine):.1f}; {len(mine)} runs), ratio to "
                 f"{trees[0]} {wall / base:.3f}; CPU {statistics.median(r.cpu_s for r in mine):.1f}"
                 f" s; run {statistics.median(r.run_s for r in mine):.1f}"
-                f" s; prompt reading {statistics.median(r.prompt_s for r in mine):.1f} s; "
+                f" s; prompt reading {statistics.median(r.prompt_s for r in mine):.1f} s; wall / "
+                f"prompt reading {statistics.median(r.wall_s / r.prompt_s for r in mine):.3f}; "
                 f"verdicts differing from the first run: {dict(sorted(differ.items()))}"
             )
     if len({r.cases for r in runs}) != 1 or len({r.calls for r in runs}) != 1:
