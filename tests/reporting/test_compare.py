@@ -79,3 +79,11 @@ def test_the_note_names_the_interval_method_tango_for_yes_no_differences() -> No
         "floor of half a pseudo-pair per cell; cluster-robust, t with G − 1 df, when cases share "
         "documents); p: two-sided paired permutation test"
     ) in text
+
+
+def test_one_differing_case_is_one_case() -> None:
+    a = _cases(np.array([0.0, 1.0, 1.0]), 3)
+    b = _cases(np.array([1.0, 1.0, 1.0]), 3)
+    text = render("a", "b", compare_cases(a, b), markdown=False)
+    assert "faithfulness: 1 case differs" in text
+    assert "1 cases" not in text

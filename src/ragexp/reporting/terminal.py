@@ -6,7 +6,13 @@ from pathlib import Path
 
 from ragexp.config.schema import RunConfig
 from ragexp.reporting.card import card_terminal
-from ragexp.reporting.wording import answers_phrase, calls_phrase, metric_failure_line, over_cases
+from ragexp.reporting.wording import (
+    answers_phrase,
+    calls_phrase,
+    counted,
+    metric_failure_line,
+    over_cases,
+)
 from ragexp.results.summary import Summary
 
 
@@ -52,7 +58,8 @@ def ambiguous_lines(summary: Summary) -> list[str]:
         if replies and m.ambiguous / replies >= AMBIGUOUS_WARN:
             lines.append(
                 f"ragexp: warning: {name}: the judge named several labels (its label menu copied "
-                f"back) in {m.ambiguous} of {replies} replies ({m.ambiguous / replies:.0%}); "
+                f"back) in {m.ambiguous} of {counted(replies, 'reply', 'replies')} "
+                f"({m.ambiguous / replies:.0%}); "
                 "they are no verdicts and score as unreadable. A larger judge follows the format"
             )
     return lines
