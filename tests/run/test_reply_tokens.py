@@ -159,3 +159,37 @@ def test_a_capped_endpoint_is_checked_once_with_its_judge_and_its_calls_carry_it
         assert len(judged) == 2 * N_CASES
         assert {call.model_id for call in judged} == {digest}
     assert checks["auto"] == checks["none"]  # three endpoints for the judge, one check
+
+
+def _thinker(model: str, messages: Any) -> str:
+    """A judge that reasons first, its reply cut inside the block (as a cap would cut it)."""
+    if GENERATION in " ".join(str(m["content"]) for m in messages):
+        return "The pass costs $35."
+    return "<think>\nThe user wants one word. Let me read the context"
+
+
+@pytest.mark.parametrize(
+    ("model", "setting", "warned"),
+    [
+        ("mythinker:7b", "auto", ["faithfulness", "answer_relevance"]),  # unknown: capped
+        ("qwen3:8b", "auto", []),  # known to think: not capped, nothing to say
+        ("mythinker:7b", "none", []),
+    ],
+)
+def test_a_capped_reply_cut_inside_its_think_block_is_said_once_per_metric(
+    reg: Registry, tmp_path: Path, model: str, setting: str, warned: list[str]
+) -> None:
+    progress = io.StringIO()
+    with FakeOllama([*MODELS, "mythinker:7b"], responder=_thinker) as server:
+        config = _config(
+            reg, server, tmp_path, **{"judge.model": model, "judge.reply_tokens": setting}
+        )
+        asyncio.run(run_experiment(config, load_dataset(config.dataset), reg, progress=progress))
+    lines = [line for line in progress.getvalue().splitlines() if "<think>" in line]
+    assert sorted(lines) == sorted(
+        f"ragexp: warning: {metric}: judge {model}'s reply ended inside its <think> block at "
+        f"{16 if metric == 'faithfulness' else 12} tokens (the metric's reply length): it thinks "
+        "before it answers; set judge.reply_tokens=none and room to finish, e.g. "
+        "judge.max_tokens=1024"
+        for metric in warned
+    )

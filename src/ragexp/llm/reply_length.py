@@ -8,7 +8,8 @@ such a model inside its reasoning, and every reply would come back without a ver
 ``judge.reply_tokens=auto`` leaves these models at ``max_tokens``.
 
 Known by name, as Ollama's library and Hugging Face name them; a thinking model not listed
-here is capped under ``auto``: set ``judge.reply_tokens=none`` for it."""
+here is capped under ``auto`` (a run whose capped reply ends inside a ``<think>`` block says so
+once per metric, `ragexp.run.case`): set ``judge.reply_tokens=none`` for it."""
 
 from __future__ import annotations
 
