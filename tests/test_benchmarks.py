@@ -3,10 +3,14 @@ where they are promises rather than timings (calls made, not seconds)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,3 +67,39 @@ def test_startup_benchmark_runs_and_finds_the_first_case() -> None:
     assert re.search(r"/ import hydra, per repeat: \d+\.\d+", rows["this: --help"])
     run = rows["this: run, tracking on"]
     assert re.search(r"first chat request \d+\.\d+.*first case done \d+\.\d+", run), run
+
+
+def _demo_module() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_demo", ROOT / "benchmarks" / "demo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_demo"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_demo_benchmark_fails_when_the_trees_ran_other_cases_or_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The demo benchmark (80 s and more a run, so not run here) compares trees only on the same
+    work: a run with another call count or other cases makes it exit 1 and say so; medians and
+    ratios are the runs' own."""
+    demo = _demo_module()
+
+    def run(tree: str, wall: float, calls: int = 72, cases: tuple[str, ...] = ("a", "b")) -> Any:
+        return demo.Run(
+            tree=tree, variant="portable", wall_s=wall, cpu_s=wall * 1.5, run_s=wall - 5,
+            calls=calls, cases=cases, verdicts={("a", "faithfulness"): "YES"},
+            tokens_out={"generate": 10}, prompt_s=wall / 2,
+        )  # fmt: skip
+
+    same = [run("before", 100), run("after", 90), run("before", 120), run("after", 80)]
+    assert demo.report(same, ["before", "after"], ["portable"]) == 0
+    out = capsys.readouterr().out
+    assert "portable before: median wall 110.0 s" in out
+    assert "portable after: median wall 85.0 s" in out and "ratio to before 0.773" in out
+    assert "same cases (2) and calls (72) in all 4 runs" in out
+    assert demo.report([*same, run("after", 80, calls=70)], ["before", "after"], ["portable"]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+    other = run("after", 80, cases=("a", "c"))
+    assert demo.report([*same, other], ["before", "after"], ["portable"]) == 1

@@ -31,7 +31,15 @@ from ragexp.errors import ConfigError, MetricError
 from ragexp.llm.cache import CallCache
 from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint, EndpointPool
-from ragexp.metrics.interface import Judge, Metric, Sample, judge_variants, resolve_options
+from ragexp.llm.reply_length import capped
+from ragexp.metrics.interface import (
+    Judge,
+    Metric,
+    Sample,
+    judge_variants,
+    reply_tokens,
+    resolve_options,
+)
 from ragexp.metrics.scoring import score_sample
 from ragexp.plugins.manager import Registry, registry, unknown_metric_hint
 from ragexp.results.case import MetricResult
@@ -69,20 +77,23 @@ def as_scorer(
     if found is None:
         raise ConfigError(f"as_scorer: {unknown_metric_hint(metric, reg)}")
     options = resolve_options(found, metric_options or {})
-    judge_config = _judge_config(judge, reg)
+    judged_by = _judge_config(judge, reg)
+    judge_config = judged_by.replicate(0)
     if cache_mode not in ("readwrite", "read", "refresh", "off"):
         raise ConfigError(
             f"as_scorer: cache_mode={cache_mode!r} is not one of: readwrite, read, refresh, off"
         )
     runner = _Runner(found, reg, judge_config, options, Path(cache_dir), cache_mode)
+    # the metric's own calls ask for as short a reply as in a run (judge.reply_tokens)
+    runner.own = capped(judge_config, reply_tokens(found, options), judged_by.reply_tokens)
     scorer = _scorer_class()(name=metric)
     scorer._ragexp = runner
     return scorer
 
 
-def _judge_config(judge: Mapping[str, Any], reg: Registry) -> LLMConfig:
+def _judge_config(judge: Mapping[str, Any], reg: Registry) -> JudgeConfig:
     """``judge`` over conf/judge/embedded.yaml's values, validated as a run validates
-    ``judge.*`` (its first judgement's endpoint config)."""
+    ``judge.*``."""
     from omegaconf import OmegaConf
 
     loaded = OmegaConf.to_container(OmegaConf.load(config_dir() / "judge" / "embedded.yaml"))
@@ -94,7 +105,7 @@ def _judge_config(judge: Mapping[str, Any], reg: Registry) -> LLMConfig:
         first = str(exc).splitlines()
         detail = f"{first[1].strip()}: {first[2].strip()}" if len(first) > 2 else str(exc)
         raise ConfigError(f"as_scorer: judge {detail}") from None
-    return config.replicate(0)
+    return config
 
 
 @cache
@@ -194,6 +205,8 @@ class _Runner:
         self.metric = metric
         self.owner = reg.owners.get(("metrics", metric.name), f"metric '{metric.name}'")
         self.config = config
+        self.own = config
+        """The endpoint config of the metric's own calls: ``config``, its replies capped."""
         self.options = options
         self._specs = reg.backends
         self._cache_dir = cache_dir
@@ -229,7 +242,7 @@ class _Runner:
         if self._cache_mode != "off":
             cache = CallCache(self._cache_dir, self._cache_mode)  # type: ignore[arg-type]
         pool = EndpointPool(self._specs, cache)
-        judges: dict[str | None, Endpoint] = {None: pool.get("judge", self.config)}
+        judges: dict[str | None, Endpoint] = {None: pool.get("judge", self.own)}
         for variant, changes in judge_variants(self.metric, self.options).items():
             fields = {**self.config.model_dump(), **changes}
             judges[variant] = pool.get(f"metric_options.{variant}", LLMConfig(**fields))

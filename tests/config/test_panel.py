@@ -48,7 +48,9 @@ def test_the_juror_of_a_replicate_moves_its_own_seed() -> None:
 def test_without_a_panel_the_judge_is_its_one_juror_unchanged() -> None:
     judge = judged(repeats=3)
     assert judge.jurors() == [
-        LLMConfig(**judge.model_dump(exclude={"repeats", "panel", "aggregate", "quorum"}))
+        LLMConfig(
+            **judge.model_dump(exclude={"repeats", "panel", "aggregate", "quorum", "reply_tokens"})
+        )
     ]
     assert judge.replicate(2) == judge.jurors()[0].model_copy(update={"seed": 44})
     assert judge.name() == "qwen2.5:7b"

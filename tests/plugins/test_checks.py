@@ -119,6 +119,11 @@ async def two_args(self: Any, sample: Any, judge: Any) -> MetricResult:
             f"{LABEL} metric 'm': Options field 'limit' has no default; give every option a "
             "default (metric_options.m may leave it out)",
         ),
+        (
+            {"reply_tokens": 8},
+            f"{LABEL} metric 'm': reply_tokens is an int; the optional capability is a method "
+            "`reply_tokens(self, options) -> int | None`",
+        ),
     ],
 )
 def test_check_metric_names_what_is_wrong(attrs: dict[str, Any], expected: str) -> None:

@@ -81,3 +81,21 @@ def test_an_unparsed_grade_reads_unparsed_in_compare_never_0() -> None:
         text = render("a", "b", compare_cases(run(four), run(lost)), markdown=markdown)
         assert "- c1: A 4 → B unparsed" in text
         assert "B 0.0" not in text
+
+
+def test_the_note_names_the_interval_method_tango_for_yes_no_differences() -> None:
+    text = _table(60)
+    assert (
+        "Δ's interval: Tango's score interval when every difference is −1, 0 or +1 and no two "
+        "cases share a document, else the mean ± Student's t standard errors (never below the "
+        "floor of half a pseudo-pair per cell; cluster-robust, t with G − 1 df, when cases share "
+        "documents); p: two-sided paired permutation test"
+    ) in text
+
+
+def test_one_differing_case_is_one_case() -> None:
+    a = _cases(np.array([0.0, 1.0, 1.0]), 3)
+    b = _cases(np.array([1.0, 1.0, 1.0]), 3)
+    text = render("a", "b", compare_cases(a, b), markdown=False)
+    assert "faithfulness: 1 case differs" in text
+    assert "1 cases" not in text

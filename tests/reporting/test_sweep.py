@@ -183,3 +183,30 @@ def test_the_sweep_shows_each_judges_compliance_in_its_table_json_and_card() -> 
     assert "| replies as the prompt asked | 50% (0% ramble, 50% ambiguous, 0% unparsed) |" in (
         markdown
     )
+
+
+@pytest.mark.parametrize(
+    ("n_jobs", "tests"),
+    [
+        (2, "one test, whose p-value Holm's adjustment leaves as it is."),
+        (3, "p-values adjusted across the 2 tests (Holm)."),
+    ],
+)
+def test_the_method_names_the_interval_used_and_counts_its_tests(n_jobs: int, tests: str) -> None:
+    rng = np.random.default_rng(2)
+    jobs = [
+        _job(3 + k, rng.choice([0.0, 1.0], 12).tolist(), None, cost=False) for k in range(n_jobs)
+    ]
+    markdown = render_markdown(summarize_sweep(jobs, METRIC, ["retriever.top_k"]), "t", plot=False)
+    assert (
+        "a two-sided paired permutation test (cases that share a document swapped together), "
+        + tests
+    ) in markdown
+    assert (
+        "a 95% interval of Δ that excludes 0 (Tango's score interval when every difference is "
+        "−1, 0 or +1 and no two cases share a document, else the mean ± Student's t standard "
+        "errors (never below the floor of half a pseudo-pair per cell; cluster-robust, t with "
+        "G − 1 df, when cases share documents))"
+    ) in markdown
+    assert "bootstrap" not in markdown
+    assert "the 1 tests" not in markdown

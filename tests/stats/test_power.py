@@ -416,3 +416,19 @@ def test_with_labels_cases_and_labels_needed_each_come_from_their_own_term() -> 
     judge_bound = corrected_needs(corrected(0.0001, 0.0004), 0.05)
     assert judge_bound.labels is None
     assert judge_bound.cases == math.ceil(200 * 0.0004 / (target - 0.0001)) == 367
+
+
+def test_a_metric_is_planned_as_judged_only_when_the_pilot_made_judge_calls_for_it() -> None:
+    from ragexp.results.summary import CallCount
+
+    pilot = planted.jobs(3003, 50, rates={"gen-a": 0.8, "gen-b": 0.6})
+    plan = plan_metric(pilot, "faithfulness", effect=0.05)
+    assert plan is not None and not plan.judged  # no judge calls recorded: a retrieval metric
+    summary = pilot[1].summary
+    assert summary is not None
+    summary.calls["judge:answer_relevance"] = CallCount(made=50)  # another metric's calls
+    plan = plan_metric(pilot, "faithfulness", effect=0.05)
+    assert plan is not None and not plan.judged
+    summary.calls["judge:faithfulness"] = CallCount(cached=50)  # from the cache counts too
+    plan = plan_metric(pilot, "faithfulness", effect=0.05)
+    assert plan is not None and plan.judged

@@ -189,7 +189,7 @@ def _import(sheet: Path, out: Path, vocab: Vocabularies) -> int:
     labels = read_sheet(sheet, vocab)
     new = _store_new(out, labels, vocab)
     print(
-        f"ragexp: {len(new)} labels stored in {out}"
+        f"ragexp: {len(new)} label{'' if len(new) == 1 else 's'} stored in {out}"
         + (f" ({len(labels) - len(new)} were there already)" if len(new) < len(labels) else "")
         + f"; use them with labels={out}"
     )

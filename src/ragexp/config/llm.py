@@ -195,8 +195,11 @@ def ollama_host_url(host: str) -> str:
     return f"{url}/{path}" if path else url
 
 
-JURY_KEYS = frozenset({"repeats", "panel", "aggregate", "quorum"})
-"""The judge's keys that are not an endpoint's: how often and by whom an answer is judged."""
+JURY_KEYS = frozenset({"repeats", "panel", "aggregate", "quorum", "reply_tokens"})
+"""The judge's keys that are not an endpoint's: how often, by whom and how briefly an answer
+is judged."""
+ReplyTokens = Literal["auto", "none"] | int
+"""``judge.reply_tokens``: see `JudgeConfig.reply_tokens`."""
 Aggregate = Literal["majority", "mean", "median", "dawid_skene"]
 DAWID_SKENE_NEEDS = "judge.aggregate=dawid_skene needs crowd-kit: pip install 'ragexp[jury]'"
 """The line when ``judge.aggregate=dawid_skene`` is asked for without its optional extra."""
@@ -227,6 +230,27 @@ class JudgeConfig(LLMConfig):
     quorum: int | None = Field(None, ge=1)
     """The fewest jurors whose verdicts make the jury's (a juror that fails or does not parse
     casts none); default: a majority of the panel."""
+    reply_tokens: ReplyTokens = "auto"
+    """How long a reply a metric's judge call may be. ``auto``: the length the metric says it
+    needs (`ragexp.metrics.interface.NeedsReplyTokens`: faithfulness one word, answer relevance
+    one digit), capped by ``max_tokens``, unless the judge model is known to think before it
+    answers (qwen3, deepseek-r1, ...: `ragexp.llm.thinking`), whose ``<think>`` block a short
+    cap would cut; ``none``: ``max_tokens`` for every call; a number N: min(N, ``max_tokens``)
+    for every metric that says it needs a short reply, thinking or not."""
+
+    @field_validator("reply_tokens", mode="before")
+    @classmethod
+    def _auto_none_or_tokens(cls, value: Any) -> Any:
+        """``auto``, ``none`` (YAML's null too) or a whole number of tokens from 1."""
+        if value is None:
+            return "none"
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or (isinstance(value, int) and value < 1):
+            raise ValueError("auto, none or a number of tokens from 1")
+        if isinstance(value, str) and value not in ("auto", "none"):
+            raise ValueError("auto, none or a number of tokens from 1")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,15 @@ T = TypeVar("T")
 
 
 @dataclass
+class Reach:
+    """Whether a server of a pool still answers, shared by the endpoints that differ only in
+    ``max_tokens`` (a judge and its metrics' short replies): one of them finding the server
+    gone takes it out for all, with one warning line."""
+
+    out: bool = False
+
+
+@dataclass
 class Server:
     """One server of an endpoint: its backend and its own bound on calls in flight."""
 
@@ -41,8 +50,16 @@ class Server:
     in_flight: int = 0
     calls: int = 0
     """Calls this server answered or was sent (cache hits not included)."""
-    out: bool = False
-    """Taken out of the pool: it stopped answering."""
+    reach: Reach = field(default_factory=Reach)
+
+    @property
+    def out(self) -> bool:
+        """Taken out of the pool: it stopped answering."""
+        return self.reach.out
+
+    @out.setter
+    def out(self, value: bool) -> None:
+        self.reach.out = value
 
 
 @dataclass
@@ -92,7 +109,7 @@ class Endpoint:
         """``call`` on the server with the fewest calls in flight; again on the next one if it
         cannot be reached and others are left."""
         while True:
-            left = [s for s in self._servers if not s.out]
+            left = [s for s in self._servers if not s.out] or self._servers  # (a race)
             server = min(left, key=lambda s: (s.in_flight, s.calls))
             server.in_flight += 1
             try:
@@ -174,6 +191,10 @@ class Endpoint:
             completion = await self._on_a_server(
                 lambda backend: backend.chat(messages, schema=schema)
             )
+        if self.model_id and completion.model_id in ("", self.config.model):
+            # a backend checked through another endpoint of the same server and model (one
+            # that differs only in max_tokens) knows the name alone: the identity found is it
+            completion = dataclasses.replace(completion, model_id=self.model_id)
         if self.cache is not None and key is not None:
             self.cache.put(
                 key,
@@ -225,6 +246,7 @@ class EndpointPool:
         self.cache = cache
         self._endpoints: dict[tuple[str, LLMConfig], Endpoint] = {}
         self._semaphores: dict[tuple[str, str], asyncio.Semaphore] = {}
+        self._reaches: dict[tuple[str, str, LLMConfig], Reach] = {}
         self._flights: dict[str, asyncio.Future[Completion | None]] = {}
 
     def get(self, path: str, config: LLMConfig) -> Endpoint:
@@ -248,7 +270,10 @@ class EndpointPool:
                 semaphore = self._semaphores.setdefault(
                     (name, url), asyncio.Semaphore(config.concurrency)
                 )
-                servers.append(Server(backend, semaphore, url))
+                reach = self._reaches.setdefault(
+                    (name, url, config.model_copy(update={"max_tokens": 1})), Reach()
+                )
+                servers.append(Server(backend, semaphore, url, reach=reach))
             first = servers[0]
             self._endpoints[key] = Endpoint(
                 first.backend, config, name, first.semaphore, cache=self.cache, _servers=servers,
@@ -266,16 +291,22 @@ class EndpointPool:
         answering mid-run; the pool fails only when none of its servers answers."""
         down: dict[tuple[str, str], BackendUnavailable] = {}
         """(backend, URL) -> why it could not be reached: asked once, whatever its endpoints."""
+        checked: dict[tuple[str, str, LLMConfig], str] = {}
+        """(backend, URL, config but its reply length) -> the model identity found: endpoints
+        that differ only in ``max_tokens`` (a metric's short replies) are checked once."""
         for endpoint in self._endpoints.values():
             ids: dict[str, str] = {}
             gone: list[tuple[Server, str | None]] = []
+            same = endpoint.config.model_copy(update={"max_tokens": 1})
             for server in endpoint._servers:
                 where = (endpoint.backend_name, server.url)
                 said = where in down
                 try:
                     if said:
                         raise down[where]
-                    ids[server.url] = await server.backend.preflight()
+                    if (*where, same) not in checked:
+                        checked[(*where, same)] = await server.backend.preflight()
+                    ids[server.url] = checked[(*where, same)]
                 except BackendUnavailable as exc:
                     down[where] = exc
                     gone.append((server, None if said else f"does not answer ({exc})"))

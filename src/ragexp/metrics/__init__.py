@@ -6,6 +6,7 @@ from ragexp.metrics.interface import (
     CountsCalls,
     Judge,
     Metric,
+    NeedsReplyTokens,
     ReadsMean,
     RegisterMetric,
     Sample,
@@ -16,6 +17,7 @@ from ragexp.metrics.interface import (
     label_scores,
     options_model,
     read_mean,
+    reply_tokens,
     resolve_options,
     strip_reasoning,
 )
@@ -25,6 +27,7 @@ __all__ = [
     "CountsCalls",
     "Judge",
     "Metric",
+    "NeedsReplyTokens",
     "ReadsMean",
     "RegisterMetric",
     "Sample",
@@ -35,6 +38,7 @@ __all__ = [
     "label_scores",
     "options_model",
     "read_mean",
+    "reply_tokens",
     "resolve_options",
     "strip_reasoning",
 ]

@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from ragexp.config.options import check_options
+from ragexp.errors import PluginError
 from ragexp.results.case import MetricResult, RetrievedChunk
 
 
@@ -136,6 +137,35 @@ class CountsCalls(Protocol):
     def judge_calls(self, options: Any) -> str:
         """The judge calls one case costs under these resolved options."""
         ...
+
+
+@runtime_checkable
+class NeedsReplyTokens(Protocol):
+    """Optional: a metric whose judge reply is short (one label word, one digit) says how many
+    tokens it needs, a little slack included; its calls without ``settings`` then ask for at
+    most that many (min with ``judge.max_tokens``; ``judge.reply_tokens`` decides, and leaves
+    judges known to think uncapped). The limit is a decoding option, so it is in each call's
+    cache key. A judge variant (`AsksJudgeVariants`) keeps its own ``max_tokens``."""
+
+    def reply_tokens(self, options: Any) -> int | None:
+        """The reply's length in tokens under these resolved options (None: no limit of its
+        own, ``judge.max_tokens``)."""
+        ...
+
+
+def reply_tokens(metric: object, options: Any) -> int | None:
+    """The reply length ``metric`` says its judge calls need (`NeedsReplyTokens`), or None.
+    Raises `PluginError` when it says something else than a whole number from 1."""
+    wanted = getattr(metric, "reply_tokens", None)
+    if not callable(wanted):
+        return None
+    tokens = wanted(options)
+    if tokens is None:
+        return None
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        name = getattr(metric, "name", type(metric).__name__)
+        raise PluginError(f"metric {name!r}: reply_tokens() gave {tokens!r}, not a number from 1")
+    return tokens
 
 
 def judge_variants(metric: object, options: Any) -> dict[str, dict[str, Any]]:

@@ -138,6 +138,12 @@ def check_metric(metric: object, label: str) -> None:
             f"{label} metric '{name}': reading is {_describe(reading)}; the optional capability "
             "is a method `reading(self, mean, ci_low, ci_high, n) -> str`"
         )
+    tokens = getattr(metric, "reply_tokens", None)
+    if tokens is not None and not callable(tokens):
+        raise PluginError(
+            f"{label} metric '{name}': reply_tokens is {_describe(tokens)}; the optional "
+            "capability is a method `reply_tokens(self, options) -> int | None`"
+        )
 
 
 def _check_options(metric: object, name: str, label: str) -> None:
@@ -196,7 +202,8 @@ def _attr_problem(attr: str, value: object, kind: type) -> str:
 def _describe(value: object) -> str:
     if isinstance(value, type):
         return f"the class {value.__name__}"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 SYSTEM_CONTRACT = (

@@ -7,10 +7,11 @@ from dataclasses import asdict
 from typing import Any
 
 from ragexp.reporting.markdown import code, text
-from ragexp.reporting.wording import cluster_notes, noise_line, num, too_few_cases
+from ragexp.reporting.wording import cluster_notes, counted, noise_line, num, too_few_cases
 from ragexp.results.case import CaseResult
 from ragexp.results.summary import Cost
 from ragexp.stats import ALPHA, CONFIDENCE
+from ragexp.stats.difference import METHOD as DIFFERENCE_METHOD
 from ragexp.stats.evidence import MIN_UNITS
 from ragexp.stats.noise import judge_noise
 from ragexp.stats.paired import Decision, MetricComparison
@@ -106,8 +107,7 @@ def render(
         )
     lines += [
         "",
-        f"Δ's interval: mean ± t standard errors (never below the floor of half a pseudo-pair "
-        f"per cell; cluster-robust, t with G − 1 df, when cases share documents); p: two-sided "
+        f"Δ's interval: {DIFFERENCE_METHOD}; p: two-sided "
         f"paired permutation test (A and B swapped within cases, or within whole documents); "
         f"'better' needs p < {ALPHA} and an interval that excludes 0, and at least {MIN_UNITS} "
         "paired cases (or documents).",
@@ -129,7 +129,9 @@ def _differing_lines(c: MetricComparison, markdown: bool) -> list[str]:
         return []
     shown = c.differing if markdown else c.differing[:SHOWN_IN_TERMINAL]
     shown_as = text if markdown else str  # case ids and labels are text from outside
-    lines = ["", f"{'## ' if markdown else ''}{c.metric}: {len(c.differing)} cases differ"]
+    n = len(c.differing)
+    differ = f"{counted(n, 'case')} {'differs' if n == 1 else 'differ'}"
+    lines = ["", f"{'## ' if markdown else ''}{c.metric}: {differ}"]
     lines += [
         f"- {shown_as(d.case_id)}: A {shown_as(str(d.label_a or d.score_a))} → "
         f"B {shown_as(str(d.label_b or d.score_b))}"

@@ -12,6 +12,7 @@ from ragexp.errors import first_line
 from ragexp.reporting.gate import gate_markdown
 from ragexp.reporting.markdown import code, text
 from ragexp.reporting.report import scores_markdown
+from ragexp.reporting.wording import counted
 from ragexp.results.summary import Summary
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -22,7 +23,8 @@ def step_summary(run_name: str, summary: Summary, run_dir: Path) -> str:
     lines = [
         f"## ragexp: {text(run_name)}",
         "",
-        f"{summary.n_cases} cases ({summary.n_errors} failed); outputs in {code(str(run_dir))}",
+        f"{counted(summary.n_cases, 'case')} ({summary.n_errors} failed); outputs in "
+        f"{code(str(run_dir))}",
         "",
         *[line.replace("## Scores", "### Scores", 1) for line in scores_markdown(summary)],
         *gate_markdown(summary.gate, level=3),

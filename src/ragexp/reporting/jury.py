@@ -5,7 +5,7 @@ failures and cost."""
 from __future__ import annotations
 
 from ragexp.reporting.markdown import code
-from ragexp.reporting.wording import compliance_cell, num, pct
+from ragexp.reporting.wording import compliance_cell, counted, num, pct
 from ragexp.results.jury import JurorCard, JuryCard, JurySummary
 from ragexp.results.summary import Summary
 from ragexp.stats.jury_card import JuryNumbers
@@ -95,7 +95,7 @@ def jury_markdown(summary: Summary) -> list[str]:
 
 def _alpha_line(jury: JurySummary) -> str:
     below = (
-        f"; {jury.below_quorum} cases had fewer verdicts than the quorum"
+        f"; {counted(jury.below_quorum, 'case')} had fewer verdicts than the quorum"
         if jury.below_quorum
         else ""
     )

@@ -22,6 +22,7 @@ def plan_json(plans: Sequence[MetricPlan]) -> dict[str, Any]:
                 "configs": p.configs,
                 "alpha": p.alpha,
                 "basis": p.basis,
+                "judged": p.judged,
                 "variance": {
                     "omega2": p.terms.omega2,
                     "sigma2": p.terms.sigma2,
@@ -49,20 +50,18 @@ def plan_lines(plans: Sequence[MetricPlan], *, markdown: bool) -> list[str]:
     """One block per metric: the answer first, then where it comes from."""
     lines = ["# ragexp plan", ""] if markdown else []
     for p in plans:
-        needed = f"{p.cases_needed:,}" if p.cases_needed is not None else "n/a"
-        head = (
-            f"{p.metric}: about {needed} cases per configuration to detect a "
-            f"{p.effect * 100:g}-point difference with {p.power:.0%} power "
-            f"({p.configs} configurations: α {p.alpha:.3g} after Holm's first step)"
-        )
-        lines.append(f"## {head}" if markdown else head)
+        lines.append(f"## {_head(p)}" if markdown else _head(p))
         lines += [""] if markdown else []
+        judge = (
+            f" + σ²/K {p.terms.sigma2 / p.terms.repeats:.4f} (the judge's noise, K = "
+            f"{p.terms.repeats})"
+            if p.judged
+            else " (no judge scores it: no judge noise)"
+        )
         detail = [
-            f"at the pilot's {p.n} cases the smallest detectable difference is "
-            f"±{num(p.mde, digits=3)}",
-            f"per-case difference: sd {p.sd:.3f}; variance ω² {p.terms.omega2:.4f} (the cases) "
-            f"+ σ²/K {p.terms.sigma2 / p.terms.repeats:.4f} (the judge's noise, K = "
-            f"{p.terms.repeats}); design effect {p.terms.deff:.2f}"
+            _detectable(p),
+            f"per-case difference: sd {p.sd:.3f}; variance ω² {p.terms.omega2:.4f} (the cases)"
+            f"{judge}; design effect {p.terms.deff:.2f}"
             + (" (under 1 on these clusters: taken as 1)" if p.terms.deff < 1 else ""),
             _dominant(p),
             "from the paired differences between the pilot's jobs"
@@ -76,7 +75,42 @@ def plan_lines(plans: Sequence[MetricPlan], *, markdown: bool) -> list[str]:
     return lines
 
 
+def _head(p: MetricPlan) -> str:
+    """The answer: cases per configuration, or why the pilot gives no number."""
+    tests = (
+        f"{p.configs} configurations: one test at α {p.alpha:.3g}"
+        if p.configs == 2
+        else f"{p.configs} configurations: α {p.alpha:.3g} after Holm's first step"
+    )
+    if p.cases_needed is None:
+        return (
+            f"{p.metric}: no number of cases: the pilot's scores do not vary (every case scored "
+            "the same, and any other job agreed on every case), so there is no spread to size "
+            "a test from; a pilot with more cases, or whose scores vary, gives one"
+        )
+    return (
+        f"{p.metric}: about {p.cases_needed:,} cases per configuration to detect a "
+        f"{p.effect * 100:g}-point difference with {p.power:.0%} power ({tests})"
+    )
+
+
+def _detectable(p: MetricPlan) -> str:
+    if p.mde is not None:
+        return (
+            f"at the pilot's {p.n} cases the smallest detectable difference is "
+            f"±{num(p.mde, digits=3)}"
+        )
+    if p.sd <= 0:
+        return f"at the pilot's {p.n} cases: no spread, so no smallest detectable difference"
+    return (
+        f"at the pilot's {p.n} cases no difference is detectable: with design effect "
+        f"{p.terms.deff:.2f} they count as fewer than 2 independent cases"
+    )
+
+
 def _dominant(p: MetricPlan) -> str:
+    if not p.judged:
+        return "the cases' own spread is all there is: more cases buy power"
     if p.terms.sigma2 == 0:
         return (
             "the judge's noise was not measured (judge.repeats=2 measures it); the cases' own "

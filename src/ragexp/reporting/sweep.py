@@ -25,6 +25,7 @@ from ragexp.results.jobs import short_keys
 from ragexp.results.summary import MetricSummary
 from ragexp.stats import ALPHA, CONFIDENCE
 from ragexp.stats.agreement import judge_of
+from ragexp.stats.difference import METHOD as DIFFERENCE_METHOD
 from ragexp.stats.evidence import Evidence
 from ragexp.stats.ranking import Row, SweepSummary
 
@@ -209,10 +210,11 @@ def _method(summary: SweepSummary) -> list[str]:
     n_tests = sum(1 for r in summary.rows if r.p_adjusted is not None)
     return [
         f"Ranked by **{summary.primary}** (`compare.metric`). Each job is tested against "
-        f"{versus}{within} on the cases both scored: a two-sided paired permutation test, "
-        f"p-values adjusted across the {n_tests} tests (Holm). A verdict of 'worse' or "
-        f"'better' needs an adjusted p < {ALPHA} and a {int(CONFIDENCE * 100)}% paired "
-        "bootstrap interval of Δ that excludes 0; 'within judge noise' means |Δ| is below the "
+        f"{versus}{within} on the cases both scored: a two-sided paired permutation test "
+        f"(cases that share a document swapped together), {_holm(n_tests)}. A verdict of "
+        f"'worse' or 'better' needs an adjusted p < {ALPHA} and a {int(CONFIDENCE * 100)}% "
+        f"interval of Δ that excludes 0 ({DIFFERENCE_METHOD}); 'within judge noise' means "
+        "|Δ| is below the "
         "noise floor measured with `judge.repeats`. Means carry 95% Wilson intervals, over the "
         "cases that did not fail; a failed case (the system or the metric raised) counts 0 in "
         "the ranking and in the tests, against the job it failed in (the failed column)."
@@ -224,6 +226,15 @@ def _method(summary: SweepSummary) -> list[str]:
             else ""
         )
     ]
+
+
+def _holm(n_tests: int) -> str:
+    """How the sweep's p-values were adjusted, in words that fit their number."""
+    if n_tests == 0:
+        return "no job had cases to test"
+    if n_tests == 1:
+        return "one test, whose p-value Holm's adjustment leaves as it is"
+    return f"p-values adjusted across the {n_tests} tests (Holm)"
 
 
 def _notes(summary: SweepSummary) -> list[str]:

@@ -45,11 +45,12 @@ def noise_line(metric: str, noise: NoiseSummary) -> str:
     thumb applied to the measured figure."""
     means = ", ".join(f"{m:.3f}" for m in noise.repeat_means)
     verdict = "a noisy judge" if noise.spread > RULE_OF_THUMB else "not noisy by that rule"
+    cases = counted(noise.n, "case")
     return (
-        f"{metric}: judged {noise.repeats} times over {noise.n} cases; labels changed on "
+        f"{metric}: judged {noise.repeats} times over {cases}; labels changed on "
         f"{noise.flip_rate:.0%} of cases; the means of the judgements ({means}) span "
         f"{noise.spread:.3f}; differences under ±{noise.floor:.3f} are within judge noise at "
-        f"{noise.n} cases. Rule of thumb (original harness): run twice, and more than 5 points "
+        f"{cases}. Rule of thumb (original harness): run twice, and more than 5 points "
         f"apart means a noisy judge; measured {noise.spread * 100:.1f} points: {verdict}."
     )
 
@@ -57,7 +58,7 @@ def noise_line(metric: str, noise: NoiseSummary) -> str:
 def metric_failure_line(name: str, m: MetricSummary) -> str:
     """``answer_length failed on 24 of 24 cases; the first: ValueError: … [plugin 'x' …]``."""
     scored = m.n + m.n_unscored + m.errors
-    return f"{name} failed on {m.errors} of {scored} cases; the first: {m.first_error}"
+    return f"{name} failed on {m.errors} of {counted(scored, 'case')}; the first: {m.first_error}"
 
 
 def calls_phrase(llm_calls: int, llm_cached: int, summary: Summary | None = None) -> str:
@@ -66,6 +67,11 @@ def calls_phrase(llm_calls: int, llm_cached: int, summary: Summary | None = None
     retries = sum(c.retries for c in summary.calls.values()) if summary else 0
     again = f" (+{retries} {'retry' if retries == 1 else 'retries'})" if retries else ""
     return f"{llm_calls} LLM calls{again}{cached}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 case``, ``2 cases``, ``0 cases``: a count with its noun in the number it takes."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def num(value: float | None, *, signed: bool = False, digits: int = 3) -> str:

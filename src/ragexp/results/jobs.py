@@ -42,6 +42,12 @@ class JobResult:
         m = self.summary.metrics.get(metric) if self.summary else None
         return m.mean if m else None
 
+    def judged(self, metric: str) -> bool:
+        """A judge scored ``metric`` in this job: its summary counts judge calls for it (made or
+        from the cache); a retrieval metric has none."""
+        calls = self.summary.calls.get(f"judge:{metric}") if self.summary else None
+        return calls is not None and calls.made + calls.cached > 0
+
     def calibrated_mean(self, metric: str) -> float | None:
         """The mean corrected for the judge's bias with human labels, if the job had some."""
         m = self.summary.metrics.get(metric) if self.summary else None

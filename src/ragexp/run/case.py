@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ragexp.errors import (
 )
 from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
-from ragexp.metrics.interface import Judge, Metric, Sample
+from ragexp.metrics.interface import THINK_END_RE, Judge, Metric, Sample
 from ragexp.metrics.scoring import score_sample
 from ragexp.results.case import DETAIL_CHARS, CaseResult, Judgement, LLMCall, MetricResult
 from ragexp.run.jury import Ask, Juror, panel_verdict
@@ -35,6 +36,7 @@ from ragexp.run.system import SystemRun
 from ragexp.systems.interface import partial
 from ragexp.systems.python import user_traceback
 
+THINK_OPEN_RE = re.compile(r"<think>", re.IGNORECASE)
 log = logging.getLogger("ragexp.case_errors")
 log.addHandler(logging.NullHandler())  # outside Hydra: nothing on the terminal
 
@@ -58,10 +60,13 @@ class CaseRun:
     done: int = field(default=0)
     unreachable: int = field(default=0)
     """Cases in a row (as they end) that could not reach their server."""
-    variants: dict[tuple[str, str], list[Endpoint]] = field(default_factory=dict)
-    """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`)."""
+    variants: dict[tuple[str, str | None], list[Endpoint]] = field(default_factory=dict)
+    """(metric, variant) -> its judge endpoint per judgement (`AsksJudgeVariants`); (metric,
+    None) -> those of the metric's own calls when its replies are capped (`NeedsReplyTokens`)."""
     panel: list[Juror] = field(default_factory=list)
     """With ``judge.panel``, its jurors (who then judge instead of ``judges``)."""
+    cut_thinking: set[tuple[str, str]] = field(default_factory=set)
+    """(metric, model) whose capped reply ended inside a ``<think>`` block: said once."""
 
 
 def _count_unreachable(run: CaseRun, exc: RagexpError) -> None:
@@ -210,18 +215,19 @@ def _judge_for(
     calls: list[LLMCall],
     replicate: int,
     run: CaseRun,
-    variants: Mapping[tuple[str, str], list[Endpoint]] | None = None,
+    variants: Mapping[tuple[str, str | None], list[Endpoint]] | None = None,
 ) -> Judge:
     known = run.variants if variants is None else variants
 
     async def judge(
         prompt: str, *, schema: Mapping[str, Any] | None = None, settings: str | None = None
     ) -> str:
-        asked = endpoint
-        if settings is not None:
-            if (metric.name, settings) not in known:
-                raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
+        if (metric.name, settings) in known:  # a variant, or the metric's own short replies
             asked = known[(metric.name, settings)][replicate]
+        elif settings is None:
+            asked = endpoint
+        else:
+            raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
         call = await _call(
             asked,
             [{"role": "user", "content": prompt}],
@@ -231,9 +237,28 @@ def _judge_for(
             schema=schema,
         )
         calls.append(call)
+        if settings is None and asked is not endpoint:  # a reply capped to the metric's length
+            _say_if_cut_thinking(run, metric.name, asked, call.text)
         return call.text
 
     return judge
+
+
+def _say_if_cut_thinking(run: CaseRun, metric: str, capped: Endpoint, text: str) -> None:
+    """One warning line, once per metric and model, when a reply capped to the metric's length
+    ended inside a ``<think>`` block: the judge thinks before it answers (`ragexp.llm.
+    reply_length` did not know it), and the cap cut its reasoning."""
+    opened = THINK_OPEN_RE.search(text) is not None
+    if not opened or THINK_END_RE.search(text) or (metric, capped.config.model) in run.cut_thinking:
+        return
+    run.cut_thinking.add((metric, capped.config.model))
+    print(
+        f"ragexp: warning: {metric}: judge {capped.config.model}'s reply ended inside its "
+        f"<think> block at {capped.config.max_tokens} tokens (the metric's reply length): it "
+        "thinks before it answers; set judge.reply_tokens=none and room to finish, e.g. "
+        "judge.max_tokens=1024",
+        file=run.progress,
+    )
 
 
 async def _call(

@@ -23,7 +23,7 @@ class Juror:
 
     model: str
     judges: list[Endpoint]
-    variants: dict[tuple[str, str], list[Endpoint]] = field(default_factory=dict)
+    variants: dict[tuple[str, str | None], list[Endpoint]] = field(default_factory=dict)
 
 
 Ask = Callable[[Juror, int, list[LLMCall]], Awaitable[MetricResult]]

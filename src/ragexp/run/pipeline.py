@@ -20,7 +20,8 @@ from ragexp.data.dataset import Case, Dataset
 from ragexp.errors import ConfigError
 from ragexp.llm.cache import CallCache
 from ragexp.llm.endpoint import Endpoint, EndpointPool
-from ragexp.metrics.interface import Metric, judge_variants, resolve_options
+from ragexp.llm.reply_length import capped
+from ragexp.metrics.interface import Metric, judge_variants, reply_tokens, resolve_options
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
 from ragexp.results.files import new_invocation
@@ -172,7 +173,7 @@ def _panel(
             Juror(
                 juror.model,
                 [pool.get(path, replicate) for replicate in replicates],
-                _judge_variants(config, metrics, options, pool, replicates),
+                _judge_variants(config, metrics, options, pool, replicates, path),
             )
         )
     return jurors
@@ -184,19 +185,26 @@ def _judge_variants(
     options: dict[str, Any],
     pool: EndpointPool,
     judges: list[LLMConfig] | None = None,
-) -> dict[tuple[str, str], list[Endpoint]]:
+    judge_path: str = "judge",
+) -> dict[tuple[str, str | None], list[Endpoint]]:
     """The endpoints of the judge variants metrics declare (`AsksJudgeVariants`), one per
     judgement: the judge's config (or each of ``judges``, a juror's) with the variant's keys
-    changed, checked like the judge."""
+    changed, checked like the judge; and under (metric, None), the endpoints of a metric's own
+    calls when it needs a shorter reply than ``max_tokens`` (`NeedsReplyTokens`,
+    ``judge.reply_tokens``)."""
     if judges is None:
         judges = [config.judge.replicate(r) for r in range(config.judge.repeats)]
-    found: dict[tuple[str, str], list[Endpoint]] = {}
+    found: dict[tuple[str, str | None], list[Endpoint]] = {}
     for metric, _ in metrics:
         for name, changes in judge_variants(metric, options[metric.name]).items():
             path = f"metric_options.{metric.name}"
             found[(metric.name, name)] = [
                 pool.get(path, _changed(judge, changes, path)) for judge in judges
             ]
+        wanted = reply_tokens(metric, options[metric.name])
+        short = [capped(judge, wanted, config.judge.reply_tokens) for judge in judges]
+        if short != judges:
+            found[(metric.name, None)] = [pool.get(judge_path, judge) for judge in short]
     return found
 
 

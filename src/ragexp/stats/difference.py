@@ -37,6 +37,13 @@ from ragexp.stats.clusters import cluster_sizes, cr1_sum_variance, n_clusters
 from ragexp.stats.floors import cluster_floor, difference_floor
 from ragexp.stats.intervals import t_value, z_value
 
+METHOD = (
+    "Tango's score interval when every difference is −1, 0 or +1 and no two cases share a "
+    "document, else the mean ± Student's t standard errors (never below the floor of half a "
+    "pseudo-pair per cell; cluster-robust, t with G − 1 df, when cases share documents)"
+)
+"""`difference_ci`'s method in words, for the views that name it (a sweep's summary)."""
+
 
 def difference_se(diff: np.ndarray, clusters: Sequence[str] | None = None) -> tuple[float, int]:
     """The floored (and, with shared clusters, cluster-robust and floored per cluster) standard

@@ -167,6 +167,8 @@ class MetricPlan:
     read) needs, labels and cases each from its own variance term (the most any test needs)."""
     corrected_terms: tuple[float, float] | None = None
     """The corrected difference's variance: (the labels' term, the judge's term)."""
+    judged: bool = True
+    """A judge scored the metric in the pilot (False: a retrieval metric, no judge noise)."""
 
 
 def plan_metric(
@@ -216,6 +218,7 @@ def plan_metric(
         corrected_terms=max(
             ((c.label_variance, c.judge_variance) for c in corrected), default=None, key=sum
         ),
+        judged=any(j.judged(metric) for j in scored),
     )  # fmt: skip
 
 

@@ -31,6 +31,9 @@ Reply with a single digit from 1 to 5. No explanation."""
 
 GRADES = {str(grade): (grade - 1) / 4 for grade in range(1, 6)}
 """The grades 1-5, normalised to [0, 1] for means (the raw grade is the label)."""
+REPLY_TOKENS = 12
+"""The reply's length: one digit, with room for a lead-in ("The answer to your question is: 5"
+is 9 tokens for SmolLM2), so a judge that goes on explaining stops there."""
 
 
 def parse_grade(raw: str, parse: Parse = "strict") -> int | None:
@@ -47,6 +50,10 @@ class AnswerRelevance:
     needs_judge = True
     label_scores = GRADES
     Options = ParseOptions
+
+    def reply_tokens(self, options: object) -> int:
+        """One digit (`REPLY_TOKENS`): the judge's ``max_tokens`` is capped to it."""
+        return REPLY_TOKENS
 
     async def score(
         self, sample: Sample, judge: Judge | None, options: ParseOptions | Mapping[str, Any]

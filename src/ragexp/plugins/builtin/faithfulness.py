@@ -1,7 +1,8 @@
 """Faithfulness: is every claim of the answer supported by the retrieved chunks?
 
 The prompt is the original harness's, word for word (judge.ts): the judge replies YES, PARTIAL
-or NO; no label scores NO, because a judge that does not follow the format should not earn points.
+or NO, in at most `REPLY_TOKENS` tokens (`Faithfulness.reply_tokens`); no label scores NO,
+because a judge that does not follow the format should not earn points.
 A reply that names several labels (``YES, PARTIAL, or NO``: the menu copied back) has followed
 nothing either: it is ambiguous and scores NO too (`ragexp.metrics.replies`); the harness's own
 reading, the first label wins, is ``metric_options.faithfulness.parse=first_match``. A
@@ -37,6 +38,10 @@ Decide which one of these three labels best applies:
 Reply with EXACTLY one word, in uppercase: YES, PARTIAL, or NO. No explanation."""
 
 SCORES = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
+REPLY_TOKENS = 16
+"""The reply's length: one word, with room for a lead-in, so that a copied label menu is still
+read whole and stays ambiguous ("The answer is YES, PARTIAL, or NO" is 12 tokens for SmolLM2);
+a judge that rambles on ("YES, YES, YES, ...") stops there instead of at ``judge.max_tokens``."""
 
 
 def parse_faithfulness(raw: str, parse: Parse = "strict") -> tuple[str, bool, bool]:
@@ -98,6 +103,10 @@ class Faithfulness:
             score=SCORES[label], label=label, raw=raw, parse_ok=ok, ambiguous=ambiguous,
             compliant=compliant(raw, "|".join(SCORES)),
         )  # fmt: skip
+
+    def reply_tokens(self, options: object) -> int:
+        """One label word (`REPLY_TOKENS`): the judge's ``max_tokens`` is capped to it."""
+        return REPLY_TOKENS
 
     def reading(self, mean: float, ci_low: float | None, ci_high: float | None, n: int) -> str:
         """The original harness's reading of the mean (`faithfulness_line`)."""
