@@ -16,6 +16,7 @@ the case failed), or one line and exit 2 for a bad file, within the configured d
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -60,17 +61,17 @@ class Service(BaseHTTPRequestHandler):
         pass
 
     def handle(self) -> None:  # the client giving up mid-reply is what the probe is for
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             super().handle()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         question = str(body.get("question"))
         if question != "HOSTILE":
             doc = next(d for _, q, d in CASES if q == question)
-            return self._send(200, {"answer": DOCS[doc], "contexts": [{"doc_id": doc, "text": DOCS[doc]}]})
+            return self._send(
+                200, {"answer": DOCS[doc], "contexts": [{"doc_id": doc, "text": DOCS[doc]}]}
+            )
         mode = self.path.strip("/")
         if mode == "drip":  # headers, then a byte a second for ever
             self.send_response(200)
@@ -110,7 +111,7 @@ class Service(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-TARGET = '''
+TARGET = """
 import os, sys, time
 def answer(question, token=""):
     if question != "HOSTILE":
@@ -132,7 +133,7 @@ def answer(question, token=""):
     if mode == "slow":
         time.sleep(30)
     return "fine"
-'''
+"""
 TARGET_AT_IMPORT = "import sys\nsys.exit(0)\ndef answer(question):\n    return 'never'\n"
 
 
@@ -149,7 +150,11 @@ def make_world(root: Path, name: str) -> Path:
 
 
 def dataset(world: Path, cases: str = "cases.jsonl") -> list[str]:
-    return ["dataset=custom", f"dataset.corpus={world / 'corpus'}", f"dataset.cases={world / cases}"]
+    return [
+        "dataset=custom",
+        f"dataset.corpus={world / 'corpus'}",
+        f"dataset.cases={world / cases}",
+    ]
 
 
 COMMON = ["metrics=[hit_rate]", "run.max_error_rate=1", "hydra.run.dir=run"]
@@ -157,7 +162,8 @@ COMMON = ["metrics=[hit_rate]", "run.max_error_rate=1", "hydra.run.dir=run"]
 
 def http_args(world: Path, port: int, mode: str) -> list[str]:
     return [
-        "system=http", f"system.url=http://127.0.0.1:{port}/{mode}", f"system.timeout_s={TIMEOUT_S}",
+        "system=http", f"system.url=http://127.0.0.1:{port}/{mode}",
+        f"system.timeout_s={TIMEOUT_S}",
         f"+system.headers.X-Api-Key={HEADER_SECRET}", f"system.options.token={OPTION_SECRET}",
         *dataset(world), *COMMON,
     ]  # fmt: skip
@@ -178,7 +184,7 @@ def answers_args(world: Path, body: bytes) -> list[str]:
 WAITER = (
     "import resource, subprocess, sys, json, time, os, signal\n"
     "start = time.monotonic()\n"
-    "p = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
+    "p = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"  # noqa: E501
     "plan = json.loads(sys.argv[1])\n"
     "ready = os.environ.get('PROBE_READY')\n"
     "while plan and ready and not os.path.exists(ready) and p.poll() is None:\n"
@@ -191,9 +197,9 @@ WAITER = (
     "out, err = p.communicate()\n"
     "seconds = time.monotonic() - start\n"
     "if plan:\n"
-    "    err += f'\\nragexp-probe: error: exited {time.monotonic() - last:.1f} s after the last signal'\n"
+    "    err += f'\\nragexp-probe: error: exited {time.monotonic() - last:.1f} s after the last signal'\n"  # noqa: E501
     "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
-    "print(json.dumps({'code': p.returncode, 'seconds': seconds, 'rss_mb': rss, 'out': out, 'err': err}))\n"
+    "print(json.dumps({'code': p.returncode, 'seconds': seconds, 'rss_mb': rss, 'out': out, 'err': err}))\n"  # noqa: E501
 )
 
 
@@ -204,8 +210,19 @@ def run(world: Path, args: list[str], store: str, env: dict[str, str] | None = N
     environ = {**os.environ, "MLFLOW_TRACKING_URI": store, **(env or {})}
     if signals:  # sent once the target is in its hostile call, not while ragexp starts
         environ["PROBE_READY"] = str(world / "in-the-call")
-    command = [sys.executable, "-c", WAITER, json.dumps(list(signals)), sys.executable, "-m", "ragexp", *args]
-    done = subprocess.run(command, cwd=world, env=environ, capture_output=True, text=True, check=True)
+    command = [
+        sys.executable,
+        "-c",
+        WAITER,
+        json.dumps(list(signals)),
+        sys.executable,
+        "-m",
+        "ragexp",
+        *args,
+    ]
+    done = subprocess.run(
+        command, cwd=world, env=environ, capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -235,9 +252,16 @@ def probes() -> dict[str, tuple[str, Probe]]:
     def http(mode: str) -> Probe:
         return lambda w, port, store: run(w, http_args(w, port, mode), store)
 
-    def target(mode: str, signals: list[tuple[float, int]] = (), timeout_s: int = TIMEOUT_S) -> Probe:
+    def target(
+        mode: str, signals: list[tuple[float, int]] = (), timeout_s: int = TIMEOUT_S
+    ) -> Probe:
         return lambda w, port, store: run(
-            w, [*python_args(w), f"system.timeout_s={timeout_s}"], store, {"PROBE_MODE": mode}, signals)
+            w,
+            [*python_args(w), f"system.timeout_s={timeout_s}"],
+            store,
+            {"PROBE_MODE": mode},
+            signals,
+        )
 
     def answers(body: bytes) -> Probe:
         return lambda w, port, store: run(w, answers_args(w, body), store)
@@ -246,8 +270,12 @@ def probes() -> dict[str, tuple[str, Probe]]:
     ok_line = json.dumps({"case_id": "c1", "answer": "A pass costs 35 dollars."}).encode()
 
     def deep_cases(w: Path, port: int, store: str) -> dict[str, object]:
-        (w / "deep.jsonl").write_bytes(b'{"id": "c1", "question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
-        return run(w, python_args(w)[:4] + dataset(w, "deep.jsonl") + COMMON, store, {"PROBE_MODE": "ok"})
+        (w / "deep.jsonl").write_bytes(
+            b'{"id": "c1", "question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+        )
+        return run(
+            w, python_args(w)[:4] + dataset(w, "deep.jsonl") + COMMON, store, {"PROBE_MODE": "ok"}
+        )
 
     def symlink(w: Path, port: int, store: str) -> dict[str, object]:
         (w.parent / f"{w.name}-outside.md").write_text("OUTSIDE-SECRET-TEXT the private notes\n")
@@ -278,16 +306,27 @@ def probes() -> dict[str, tuple[str, Probe]]:
         "exit3": ("Python: sys.exit(3) in a call", target("exit3")),
         "interrupt": ("Python: KeyboardInterrupt in a call", target("interrupt")),
         "huge-python": ("Python: 50 MB answer, 3 × 50 MB contexts", target("huge")),
-        "import-exit": ("Python: sys.exit(0) at import", lambda w, p, s: run(
-            w, python_args(w, "exits_at_import:answer"), s)),
-        "sigterm": ("Python: hung target (timeout 60 s), SIGTERM, and again 1 s later", target(
-            "hang", [(0.5, signal.SIGTERM), (1.0, signal.SIGTERM)], timeout_s=60)),
+        "import-exit": (
+            "Python: sys.exit(0) at import",
+            lambda w, p, s: run(w, python_args(w, "exits_at_import:answer"), s),
+        ),
+        "sigterm": (
+            "Python: hung target (timeout 60 s), SIGTERM, and again 1 s later",
+            target("hang", [(0.5, signal.SIGTERM), (1.0, signal.SIGTERM)], timeout_s=60),
+        ),
         "kill9": ("kill -9 of ragexp mid-run (then 30 s)", kill9),
         "not-utf8": ("answers file not UTF-8", answers(b"\xff\xfe" + ok_line + b"\n")),
         "deep-answers": ("answers line nested 100,000 deep", answers(deep)),
         "deep-cases": ("cases line nested 100,000 deep", deep_cases),
-        "u2028": ("answers JSONL with U+2028 and U+0085 in a string", answers(
-            json.dumps({"case_id": "c1", "answer": "a\u2028b\u0085c"}, ensure_ascii=False).encode() + b"\n")),
+        "u2028": (
+            "answers JSONL with U+2028 and U+0085 in a string",
+            answers(
+                json.dumps(
+                    {"case_id": "c1", "answer": "a\u2028b\u0085c"}, ensure_ascii=False
+                ).encode()
+                + b"\n"
+            ),
+        ),
         "symlink": ("corpus symlink to a file outside", symlink),
         "unknown-docs": ("relevant_docs naming no corpus file", unknown_docs),
     }
@@ -306,7 +345,9 @@ def leaks(root: Path) -> list[str]:
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         data = path.read_bytes()
-        found += [f"{secret}: {path.relative_to(root)}" for secret in SECRETS if secret.encode() in data]
+        found += [
+            f"{secret}: {path.relative_to(root)}" for secret in SECRETS if secret.encode() in data
+        ]
     return found
 
 
@@ -319,7 +360,8 @@ def main(names: list[str]) -> int:
     port = server.server_address[1]
     chosen = {k: v for k, v in probes().items() if not names or k in names}
     print(f"{len(chosen)} probes in {root}; system.timeout_s={TIMEOUT_S}\n")
-    print("| probe | exit | seconds | peak RSS MB | case c6 / last line |\n| --- | --- | --- | --- | --- |")
+    print("| probe | exit | seconds | peak RSS MB | case c6 / last line |")
+    print("| --- | --- | --- | --- | --- |")
     worst_rss = 0.0
     for name, (what, probe) in chosen.items():
         world = make_world(root, name)
@@ -330,16 +372,22 @@ def main(names: list[str]) -> int:
         else:
             said = (said_lines(result, "error") or ["(no error line)"])[-1]
         said = said.replace("|", "/")
-        print(f"| {what} | {result['code']} | {result['seconds']:.1f} | {result['rss_mb']:.0f} | {said} |", flush=True)
+        print(
+            f"| {what} | {result['code']} | {result['seconds']:.1f} "
+            f"| {result['rss_mb']:.0f} | {said} |",
+            flush=True,
+        )
     # one more run on the store: it reconciles what a dead process left RUNNING
     world = make_world(root, "after")
     run(world, python_args(world), store, {"PROBE_MODE": "ok"})
     left = running_runs(store)
     found = leaks(root)
-    print(textwrap.dedent(f"""
+    print(
+        textwrap.dedent(f"""
         worst peak RSS: {worst_rss:.0f} MB
-        runs left RUNNING in the store: {len(left)} {left if left else ''}
-        files holding a planted secret: {len(found)} {found if found else ''}"""))
+        runs left RUNNING in the store: {len(left)} {left if left else ""}
+        files holding a planted secret: {len(found)} {found if found else ""}""")
+    )
     server.shutdown()
     return 1 if left or found or worst_rss > 1024 else 0
 
