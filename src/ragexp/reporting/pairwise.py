@@ -172,9 +172,10 @@ def sweep_markdown(result: SweepPairwise, *, judge: str, calls_made: int, calls_
         )
     lines += [
         "",
-        f"Ranking by a Bradley–Terry fit with ties (evalica) over every decided pair; strength "
-        f"shown as the chance of beating {code(result.reference)}, {level}% profile-likelihood "
-        "interval (documents move together):",
+        "Ranking by a Bradley–Terry fit with ties (a tie half a win to each side, a 0.01-game "
+        "virtual tie with the reference) over every decided pair; strength shown as the chance "
+        f"of beating {code(result.reference)}, {level}% profile-likelihood interval (documents "
+        "move together):",
         "",
         f"| rank | job | chance of beating {code(result.reference, cell=True)} | {level}% CI | "
         "decided pairs |",
