@@ -1,6 +1,6 @@
 """Hostile systems, servers, files and signals, each through the real CLI: what each costs.
 
-    .venv/bin/python benchmarks/hostile.py            # every probe (about 4 minutes on 2 cores)
+    .venv/bin/python benchmarks/hostile.py            # every probe (about 3 minutes on 2 cores)
     .venv/bin/python benchmarks/hostile.py drip bomb  # some of them
 
 Each probe runs ``python -m ragexp`` in a world of its own (four documents, six cases, a team's
