@@ -37,3 +37,32 @@ def test_hook_has_a_test(hook: str) -> None:
 @pytest.mark.parametrize("hook", HOOKS)
 def test_hookspec_has_docstring(hook: str) -> None:
     assert (getattr(hookspecs, hook).__doc__ or "").strip()
+
+
+def _test_references(text: str) -> list[tuple[str, str | None]]:
+    """`tests/x.py::name` and `…::name` (the same line's last file) as written in a doc."""
+    found: list[tuple[str, str | None]] = []
+    for line in text.splitlines():
+        last = None
+        for m in re.finditer(r"((?:tests|plugins)/[\w/.-]+\.py)(?:::(\w+))?|…::(\w+)", line):
+            path, name, more = m.groups()
+            last = path or last
+            if last is not None and (path or more):
+                found.append((last, name or more))
+    return found
+
+
+@pytest.mark.parametrize("doc", ["docs/reliability.md", "docs/decisions.md"])
+def test_every_test_a_doc_cites_exists(doc: str) -> None:
+    """reliability.md's table says which test shows each promise: a moved or renamed test makes
+    the citation a dead end."""
+    cited = _test_references((REPO / doc).read_text())
+    missing = [
+        f"{path}::{name}" if name else path
+        for path, name in cited
+        if not (REPO / path).is_file()
+        or (name is not None and f"def {name}(" not in (REPO / path).read_text())
+    ]
+    assert missing == []
+    if doc == "docs/reliability.md":
+        assert len(cited) > 40
