@@ -6,13 +6,17 @@ and exit code 2."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import mlflow
 import pytest
 
 from ragexp.errors import ConfigError
-from tests.cli_run import run_ragexp
+from tests.cli_run import base_env, run_ragexp
 from tests.systems.test_python import _in_process
 from tests.systems.world import dataset_args
 
@@ -92,3 +96,51 @@ def test_an_exit_at_import_is_one_line(world: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f"ragexp: error: {info.value}"
+
+
+HANGS_FOR_GOOD = """\
+from pathlib import Path
+import time
+
+from my_rag import answer as good_answer
+
+
+def answer(question, top_k=2):
+    if "dog ride" in question:  # c3
+        Path("in-the-call").write_text("")
+        time.sleep(600)
+    return good_answer(question, top_k)
+"""
+
+
+def test_a_second_sigterm_ends_the_process_while_a_target_hangs(world: Path) -> None:
+    """The target hangs far longer than the test waits, under a deadline (120 s) longer too: only
+    a second signal that really stops the process ends it, with its MLflow run KILLED."""
+    (world / "hostile.py").write_text(HANGS_FOR_GOOD)
+    args = [
+        "system=python", "system.target=hostile:answer", "system.timeout_s=120",
+        *dataset_args(world), "metrics=[hit_rate]", "hydra.run.dir=out",
+        f"tracking.tracking_uri=sqlite:///{world / 'mlflow.db'}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragexp", *args],
+        cwd=world, env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (world / "in-the-call").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the target was never called"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("still running 60 s after the second SIGTERM") from None
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    store = mlflow.MlflowClient(f"sqlite:///{world / 'mlflow.db'}")
+    [experiment] = [e for e in store.search_experiments() if e.name != "Default"]
+    [run] = store.search_runs([experiment.experiment_id])
+    assert run.info.status == "KILLED"
