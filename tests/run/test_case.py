@@ -4,8 +4,6 @@ server receives and the entries the cache file holds."""
 
 from __future__ import annotations
 
-import asyncio
-import io
 import sqlite3
 import threading
 from collections import Counter
@@ -13,13 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragexp.config import RunConfig, validate_config
-from ragexp.data.dataset import load_dataset
+from ragexp.config import RunConfig
 from ragexp.plugins.manager import Registry, load_plugins
 from ragexp.results import CaseResult
-from ragexp.run.pipeline import run_experiment
-from tests.config.test_schema import valid_raw, with_value
 from tests.ollama_server import FAITHFULNESS_MARK, FakeOllama, default_responder
+from tests.run.in_process import configured, run_in_process
 
 MODELS = ["llama3.2:3b", "qwen2.5:7b"]
 N_CASES = 2
@@ -27,7 +23,6 @@ LABELS = ["YES", "PARTIAL", "NO"]
 
 
 def _config(reg: Registry, server: FakeOllama, cache: Path, **values: Any) -> RunConfig:
-    raw = valid_raw()
     settings = {
         "generator.base_url": server.url,
         "judge.base_url": server.url,
@@ -36,15 +31,11 @@ def _config(reg: Registry, server: FakeOllama, cache: Path, **values: Any) -> Ru
         "cache": {"dir": str(cache), "mode": "readwrite"},
         **values,
     }
-    for key, value in settings.items():
-        raw = with_value(raw, key, value)
-    return validate_config(raw, reg.known())
+    return configured(reg, settings)
 
 
 def _run(reg: Registry, config: RunConfig) -> list[CaseResult]:
-    dataset = load_dataset(config.dataset)
-    outcome = asyncio.run(run_experiment(config, dataset, reg, progress=io.StringIO()))
-    return outcome.cases
+    return run_in_process(reg, config).cases
 
 
 def _judge_requests(server: FakeOllama) -> int:

@@ -5,23 +5,20 @@ as ``format``, and a fixed extractor extracts once across judges."""
 
 from __future__ import annotations
 
-import asyncio
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ragexp.config import RunConfig, validate_config
+from ragexp.config import RunConfig
 from ragexp.config.llm import LLMConfig
-from ragexp.data.dataset import load_dataset
 from ragexp.errors import ConfigError, ModelNotFound
 from ragexp.plugins.manager import Registry, load_plugins
 from ragexp.results import CaseResult
-from ragexp.run.pipeline import RunOutcome, _changed, run_experiment
+from ragexp.run.pipeline import _changed
 from tests.claims_judge import EXTRACT_MARK, PLANTED, REAL_SENTENCES, VERIFY_MARK, ClaimsJudge
-from tests.config.test_schema import valid_raw, with_value
 from tests.ollama_server import FakeOllama
+from tests.run.in_process import configured, run_in_process
 
 MODELS = ["llama3.2:3b", "qwen2.5:7b", "mistral:7b"]
 N_CASES = 3
@@ -31,7 +28,6 @@ METRIC = "faithfulness_claims"
 def _config(
     reg: Registry, server: FakeOllama, cache: Path, options: dict[str, Any], **values: Any
 ) -> RunConfig:
-    raw = valid_raw()
     settings = {
         "generator.base_url": server.url,
         "judge.base_url": server.url,
@@ -41,15 +37,10 @@ def _config(
         "cache": {"dir": str(cache), "mode": "readwrite"},
         **values,
     }
-    for key, value in settings.items():
-        raw = with_value(raw, key, value)
-    return validate_config(raw, reg.known())
+    return configured(reg, settings)
 
 
-def _run(reg: Registry, config: RunConfig) -> RunOutcome:
-    return asyncio.run(
-        run_experiment(config, load_dataset(config.dataset), reg, progress=io.StringIO())
-    )
+_run = run_in_process
 
 
 def _prompts(server: FakeOllama, mark: str) -> list[dict[str, Any]]:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from ragexp.config import RunConfig, validate_config
+from ragexp.config import RunConfig
 from ragexp.data.dataset import load_dataset
 from ragexp.plugins.manager import Registry, load_plugins
-from ragexp.run.pipeline import RunOutcome, run_experiment
-from tests.config.test_schema import valid_raw, with_value
+from ragexp.run.pipeline import run_experiment
 from tests.ollama_server import FakeOllama
+from tests.run.in_process import configured, run_in_process
 
 MODELS = ["llama3.2:3b", "qwen2.5:7b", "qwen3:8b", "deepseek-r1:7b"]
 N_CASES = 2
@@ -33,7 +33,6 @@ def reg() -> Registry:
 
 
 def _config(reg: Registry, server: FakeOllama, cache: Path, **values: Any) -> RunConfig:
-    raw = valid_raw()
     settings = {
         "generator.base_url": server.url,
         "generator.max_tokens": 200,
@@ -43,15 +42,10 @@ def _config(reg: Registry, server: FakeOllama, cache: Path, **values: Any) -> Ru
         "cache": {"dir": str(cache), "mode": "readwrite"},
         **values,
     }
-    for key, value in settings.items():
-        raw = with_value(raw, key, value)
-    return validate_config(raw, reg.known())
+    return configured(reg, settings)
 
 
-def _run(reg: Registry, config: RunConfig) -> RunOutcome:
-    return asyncio.run(
-        run_experiment(config, load_dataset(config.dataset), reg, progress=io.StringIO())
-    )
+_run = run_in_process
 
 
 def _limits(server: FakeOllama) -> dict[str, set[tuple[str, int]]]:
