@@ -208,3 +208,35 @@ def test_the_seeded_order_keeps_a_documents_cases_together_and_is_reproducible()
     docs = [c.cluster for c in [c for b in batches for c in b]]
     assert len([d for i, d in enumerate(docs) if i == 0 or docs[i - 1] != d]) == 40
     assert list(dict.fromkeys(docs)) != [f"doc{d}" for d in range(40)]
+
+
+def test_a_budget_of_tokens_stops_within_it(world: World) -> None:
+    result = world.run("tokens", "gen-base", *SEQUENTIAL, "decide.budget.tokens=20000",
+                       "cache.dir=cache-tokens")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = _summary(world, "tokens")
+    seq = summary["sequential"]
+    assert seq["stopped"] == "budget" and seq["gate"] is None
+    assert seq["tokens"] <= 20000 < seq["tokens"] / seq["n_cases"] * (seq["n_cases"] + 10)
+    assert seq["tokens"] == summary["cost"]["tokens_in"] + summary["cost"]["tokens_out"]
+
+
+def test_cases_that_share_a_document_run_whole_and_count_as_one_unit(world: World) -> None:
+    rows = [json.loads(x) for x in (world.tmp / "data/cases.jsonl").read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["cluster"] = f"doc-{i // 3}"  # documents of 3 cases (the last of 2)
+    clustered = world.tmp / "clustered.jsonl"
+    clustered.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = world.run("clustered", "gen-base", *SEQUENTIAL, "decide.precision=0.2",
+                       f"dataset.cases={clustered}", "cache.dir=cache-clustered")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    seq = _summary(world, "clustered")["sequential"]
+    assert seq["stopped"] == "precise" and seq["n_cases"] < N_CASES
+    assert seq["n_clusters_total"] == 67
+    run = _cases(world, "clustered")
+    docs = {c["cluster"] for c in run}
+    assert len(docs) == seq["n_clusters"] and len(run) == seq["n_cases"]
+    whole = {f"doc-{i // 3}" for i in range(N_CASES)}
+    sizes = {d: sum(1 for i in range(N_CASES) if f"doc-{i // 3}" == d) for d in whole}
+    assert all(sum(1 for c in run if c["cluster"] == d) == sizes[d] for d in docs)
+    assert all(s["units"] == seq["n_clusters"] for s in seq["sequences"])
