@@ -19,6 +19,7 @@ PUBLIC = {
     # config
     "RunConfig", "LLMConfig", "JudgeConfig", "EmbedderConfig", "RetrieverConfig", "PromptConfig",
     "DatasetConfig", "TrackingConfig", "CacheConfig", "GateConfig", "CompareConfig", "RunOptions",
+    "DecideConfig", "BudgetConfig",
     # metrics
     "Metric", "ReadsMean", "Judge", "Sample", "RegisterMetric", "strip_reasoning", "hookimpl",
     # results and summaries
@@ -26,7 +27,8 @@ PUBLIC = {
     "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
     "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
-    "AnswersInfo", "GateOutcome", "GateVerdict", "Compliance",
+    "AnswersInfo", "GateOutcome", "GateVerdict", "Compliance", "SequentialOutcome",
+    "SequenceInterval",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

@@ -2,6 +2,7 @@
 the system under test in `system`), metric options (`options`), one-line validation errors
 (`validate`) and the Hydra glue that composes it (`hydra`)."""
 
+from ragexp.config.decide import BudgetConfig, DecideConfig
 from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig
 from ragexp.config.schema import (
     CompareConfig,
@@ -19,9 +20,11 @@ from ragexp.config.tracking import CacheConfig, TrackingConfig
 from ragexp.config.validate import validate_config
 
 __all__ = [
+    "BudgetConfig",
     "CacheConfig",
     "CompareConfig",
     "DatasetConfig",
+    "DecideConfig",
     "EmbedderConfig",
     "GateConfig",
     "JudgeConfig",

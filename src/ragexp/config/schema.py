@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ragexp.config.decide import DecideConfig
 from ragexp.config.llm import EmbedderConfig, JudgeConfig, LLMConfig, StrictModel, check_known
 from ragexp.config.options import check_options, dump_options
 from ragexp.config.system import SystemConfig
@@ -223,6 +224,7 @@ class RunConfig(StrictModel):
     cache: CacheConfig = CacheConfig()
     gate: GateConfig = GateConfig()
     compare: CompareConfig = CompareConfig()
+    decide: DecideConfig = DecideConfig()
     run: RunOptions = RunOptions()
     system: SystemConfig = SystemConfig()
     labels: str | None = None

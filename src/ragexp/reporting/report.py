@@ -11,6 +11,7 @@ from ragexp.reporting.claims import claims_lines
 from ragexp.reporting.gate import gate_markdown
 from ragexp.reporting.jury import jury_markdown
 from ragexp.reporting.markdown import code, one_line, text
+from ragexp.reporting.sequential import sequential_markdown
 from ragexp.reporting.wording import (
     answers_phrase,
     clusters_cell,
@@ -63,6 +64,7 @@ def render_report(
     for warning in summary.warnings:
         lines += [f"> **Warning:** {text(warning)}", ""]
     lines += scores_markdown(summary)
+    lines += sequential_markdown(summary.sequential)
     lines += gate_markdown(summary.gate)
     lines += judge_cards(summary)
     lines += jury_markdown(summary)

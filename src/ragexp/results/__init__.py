@@ -12,6 +12,7 @@ from ragexp.results.case import (
 )
 from ragexp.results.jury import JurorCard, JurorSummary, JuryCard, JurySummary, SweepJury
 from ragexp.results.replies import Compliance
+from ragexp.results.sequential import SequenceInterval, SequentialOutcome
 from ragexp.results.summary import (
     AnswersInfo,
     CalibratedMean,
@@ -54,6 +55,8 @@ __all__ = [
     "MetricSummary",
     "NoiseSummary",
     "RetrievedChunk",
+    "SequenceInterval",
+    "SequentialOutcome",
     "SettingLeniency",
     "Summary",
     "SweepJury",

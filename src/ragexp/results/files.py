@@ -113,6 +113,13 @@ class CaseLog:
     def close(self) -> None:
         self._fh.close()
 
+    def kept(self) -> str:
+        """What a run that stopped on an error kept, for its error line."""
+        if self.count == 0:
+            return "(the run stopped before any case finished)"
+        kept = "1 finished case is" if self.count == 1 else f"{self.count} finished cases are"
+        return f"(the run stopped; its {kept} kept in {self.path})"
+
 
 def strict_json(data: object) -> str:
     """``data`` as indented JSON, NaN and infinities as null: summary files are strict JSON,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragexp.results.jury import JurorCard, JuryCard, JurySummary
 from ragexp.results.replies import Compliance
+from ragexp.results.sequential import SequentialOutcome
 
 
 class MetricSource(BaseModel):
@@ -328,6 +329,9 @@ class Summary(BaseModel):
     """Tokens, calls, latency and wall time."""
     gate: GateOutcome | None = None
     """How the run's gates went (None: the run has no gate, or was interrupted)."""
+    sequential: SequentialOutcome | None = None
+    """``decide.sequential``: why the run stopped, after how many cases, what it spent against
+    the fixed design, each confidence sequence (None: the fixed design)."""
 
     def failure_phrase(self) -> str:
         """``74 of 100 cases failed: 70 BackendUnavailable (cannot reach …), 4 metric x (…)``."""

@@ -33,6 +33,7 @@ from ragexp.reporting.wording import too_few_units
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases
 from ragexp.results.summary import GateOutcome, GateVerdict, Summary
+from ragexp.run.sequential import sequence_verdicts
 from ragexp.stats.evidence import Evidence
 from ragexp.stats.noninferiority import (
     noninferiority_documents,
@@ -260,7 +261,12 @@ def gate_outcome(
     failed = failed_cases_verdict(summary, gate)  # a verdict of its own only when it fails
     verdicts = [*([] if failed.passed else [failed]), *threshold_verdicts(summary, gate)]
     if baseline is not None and gate.baseline is not None:
-        verdicts += noninferiority_verdicts(cases, baseline, gate.margins(primary), gate.baseline)
+        sequential = summary.sequential  # decide.sequential: the verdict of its sequence
+        verdicts += (
+            sequence_verdicts(sequential, gate.baseline)
+            if sequential is not None and sequential.gate is not None
+            else noninferiority_verdicts(cases, baseline, gate.margins(primary), gate.baseline)
+        )
     return GateOutcome(passed=all(v.passed for v in verdicts), verdicts=verdicts)
 
 

@@ -30,6 +30,7 @@ from ragexp.metrics.scoring import metric_error_log
 from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
 from ragexp.reporting.report import render_report
+from ragexp.reporting.sequential import sequential_lines
 from ragexp.reporting.terminal import (
     compliance_lines,
     label_lines,
@@ -46,6 +47,7 @@ from ragexp.run.gate import baseline_cases, conclude_gate, gate_tag, warn_before
 from ragexp.run.labels import RunLabels, conclude_jury, conclude_labels, load_labels, vocabularies
 from ragexp.run.pipeline import RunOutcome, run_experiment
 from ragexp.run.provenance import metric_sources, source_tags
+from ragexp.run.sequential import planned, sequential_design
 from ragexp.run.signals import collected_warnings, graceful_interrupt
 from ragexp.run.system import AnswerScope, answer_scope
 from ragexp.stats.dawid_skene import dawid_skene_verdicts
@@ -221,6 +223,7 @@ def execute(run: Run) -> tuple[RunOutcome, list[int]]:
                 run_experiment(
                     run.config, run.dataset, run.registry,
                     on_case=on_case, on_ready=on_ready, stop=run.stop, scope=run.scope,
+                    design=sequential_design(run.config, run.dataset.cases, run.baseline),
                 )
             )  # fmt: skip
     except BaseException as exc:
@@ -229,7 +232,7 @@ def execute(run: Run) -> tuple[RunOutcome, list[int]]:
         if isinstance(exc, Interrupted) and run.tracker is not None:
             exc.at_once = run.tracker.ending_alone
         if isinstance(exc, RagexpError) and exc.stops_run:
-            exc.args = (f"{exc} {_kept(run.case_log)}",)
+            exc.args = (f"{exc} {run.case_log.kept()}",)
         raise
     finally:
         run.case_log.close()
@@ -260,7 +263,7 @@ def conclude(
     paths = write_outputs(run.run_dir, outcome.cases, summary, report, resolved_yaml, extra)
     write_for_ci(config, run.job.run_name, summary, run.run_dir)
     if run.tracker is not None and run.tracker.error is not None:  # it stopped the run
-        raise ConfigError(f"{run.tracker.error} {_kept(run.case_log)}")
+        raise ConfigError(f"{run.tracker.error} {run.case_log.kept()}")
     if not interrupted:
         run.registry.notify(
             "ragexp_run_end",
@@ -276,6 +279,7 @@ def conclude(
             file=sys.stderr,
         )
         warned = compliance_lines(summary, config.judge.name()) + label_lines(summary)
+        warned += sequential_lines(summary.sequential)
         for line in metric_failure_lines(summary, metric_error_log()) + warned:
             print(line, file=sys.stderr)
         if run.registry.systems[config.system.kind].verdicts_to_traces:
@@ -316,7 +320,9 @@ def _summary(run: Run, outcome: RunOutcome, seen_warnings: list[str]) -> Summary
         before = verdicts(outcome.cases)
         accuracies = dawid_skene_verdicts(outcome.cases, vocab)  # cases.jsonl is rewritten
         run.revised = revisions(outcome.cases, before, run.config.judge.name())  # and MLflow
-    summary = summarize(outcome.cases, run.config.metrics, n_planned=len(run.dataset.cases))
+    n_planned = planned(outcome.sequential, len(run.dataset.cases))  # a stop rule: all planned
+    summary = summarize(outcome.cases, run.config.metrics, n_planned=n_planned)
+    summary.sequential = outcome.sequential
     for name, accuracy in accuracies.items():
         jury = summary.metrics[name].jury if name in summary.metrics else None
         if jury is not None:
@@ -388,11 +394,3 @@ def _end_early(run: Run, status: RunStatus, wait_s: float) -> None:
             f"{status} by itself, within seconds",
             file=sys.stderr,
         )
-
-
-def _kept(case_log: CaseLog) -> str:
-    n = case_log.count
-    if n == 0:
-        return "(the run stopped before any case finished)"
-    kept = "1 finished case is" if n == 1 else f"{n} finished cases are"
-    return f"(the run stopped; its {kept} kept in {case_log.path})"

@@ -25,9 +25,11 @@ from ragexp.metrics.interface import Metric, judge_variants, reply_tokens, resol
 from ragexp.plugins.manager import Registry
 from ragexp.results.case import CaseResult
 from ragexp.results.files import new_invocation
+from ragexp.results.sequential import SequentialOutcome
 from ragexp.results.summary import AnswersInfo
 from ragexp.run.case import CaseRun, run_case
 from ragexp.run.jury import Juror
+from ragexp.run.sequential import SequentialDesign, run_batches
 from ragexp.run.system import AnswerScope, SystemRun
 from ragexp.systems.interface import SystemContext, aclose, models, start
 
@@ -48,6 +50,8 @@ class RunOutcome:
     """Calls served from the cache instead."""
     answers: AnswersInfo | None = None
     """Another system than ragexp's pipeline: its answers asked or reused, and from where."""
+    sequential: SequentialOutcome | None = None
+    """``decide.sequential``: how the sequential design went (None: the fixed design)."""
 
     def __repr__(self) -> str:
         return f"RunOutcome({len(self.cases)} cases, {self.wall_s:.1f} s)"
@@ -63,6 +67,7 @@ async def run_experiment(
     on_ready: Callable[[], None] = lambda: None,
     stop: threading.Event | None = None,
     scope: AnswerScope | None = None,
+    design: SequentialDesign | None = None,
 ) -> RunOutcome:
     """Run every case of ``dataset`` under ``config``; ``on_ready()`` is called once the
     backends answered and the corpus is indexed, ``on_case(case, done)`` as each case ends, with
@@ -70,7 +75,8 @@ async def run_experiment(
 
     Once ``stop`` is set, cases not yet started are skipped; those in flight finish.
     ``scope``: where the system's earlier answers may be reused from (default: nowhere but
-    this run).
+    this run). ``design``: a sequential design, whose batches run one after another until its
+    stop rule says stop (`ragexp.run.sequential`); default every case at once.
     """
     start = time.perf_counter()
     cache = None if config.cache.mode == "off" else CallCache(config.cache.dir, config.cache.mode)
@@ -80,7 +86,15 @@ async def run_experiment(
         scope = scope or AnswerScope(new_invocation(), "this run")
         run = await _prepare(config, dataset, registry, pool, cache, progress, on_case, scope)
         on_ready()
-        results = await _run_cases(run, dataset.cases, stop)
+        if design is None:
+            results = await _run_cases(run, dataset.cases, stop)
+        else:
+            ready = run
+            results = await run_batches(
+                design,
+                lambda batch: _run_cases(ready, batch, stop),
+                lambda: stop is not None and stop.is_set(),
+            )
         roles = _roles(run)
         return RunOutcome(
             cases=[case for case in results if case is not None],
@@ -90,6 +104,7 @@ async def run_experiment(
             llm_calls=sum(ep.calls for ep in pool.endpoints()),
             llm_cached=sum(ep.cached for ep in pool.endpoints()),
             answers=run.system.answers(),
+            sequential=design.outcome() if design is not None else None,
         )
     finally:
         if run is not None:
