@@ -86,10 +86,10 @@ def test_an_unparsed_grade_reads_unparsed_in_compare_never_0() -> None:
 def test_the_note_names_the_interval_method_tango_for_yes_no_differences() -> None:
     text = _table(60)
     assert (
-        "Δ's interval: Tango's score interval when every difference is −1, 0 or +1 and no two "
-        "cases share a document, else the mean ± Student's t standard errors (never below the "
-        "floor of half a pseudo-pair per cell; cluster-robust, t with G − 1 df, when cases share "
-        "documents); p: two-sided paired permutation test"
+        "Δ's interval: Tango's score interval (continuity-corrected) when every difference is "
+        "−1, 0 or +1 and no two cases share a document, else the mean ± Student's t standard "
+        "errors (never below the floor of half a pseudo-pair per cell; cluster-robust, t with "
+        "G − 1 df, when cases share documents); p: two-sided paired permutation test"
     ) in text
 
 

@@ -203,10 +203,10 @@ def test_the_method_names_the_interval_used_and_counts_its_tests(n_jobs: int, te
         + tests
     ) in markdown
     assert (
-        "a 95% interval of Δ that excludes 0 (Tango's score interval when every difference is "
-        "−1, 0 or +1 and no two cases share a document, else the mean ± Student's t standard "
-        "errors (never below the floor of half a pseudo-pair per cell; cluster-robust, t with "
-        "G − 1 df, when cases share documents))"
+        "a 95% interval of Δ that excludes 0 (Tango's score interval (continuity-corrected) "
+        "when every difference is −1, 0 or +1 and no two cases share a document, else the "
+        "mean ± Student's t standard errors (never below the floor of half a pseudo-pair per "
+        "cell; cluster-robust, t with G − 1 df, when cases share documents))"
     ) in markdown
     assert "bootstrap" not in markdown
     assert "the 1 tests" not in markdown

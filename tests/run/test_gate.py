@@ -25,6 +25,7 @@ from ragexp.run.gate import (
 )
 from ragexp.stats.paired import shown_not_worse
 from ragexp.stats.summarize import summarize
+from tests.stats.test_difference import zero_half
 
 METRIC = "faithfulness"
 
@@ -62,8 +63,9 @@ def test_six_equal_cases_are_read_by_the_interval_which_is_too_wide() -> None:
     cases = _cases([1.0, 0.0] * 3)
     [line], passes = noninferiority(cases, cases, {METRIC: 0.05}, "base")
     assert passes == []
-    assert "Δ +0.000 (95% CI -0.390 … +0.390, 6 paired cases)" in line
-    assert line.endswith(f"not shown: ±0.390 at 6 cases; a 0.05 margin needs about {449} cases")
+    assert f"{zero_half(6):.3f}" == "0.564"  # Tango's corrected interval, by hand
+    assert "Δ +0.000 (95% CI -0.564 … +0.564, 6 paired cases)" in line
+    assert line.endswith(f"not shown: ±0.564 at 6 cases; a 0.05 margin needs about {449} cases")
     assert _needed(1 / 7, 0.05) == 449
 
 
@@ -128,7 +130,8 @@ def test_a_larger_run_equal_to_its_baseline_passes(margin: float) -> None:
     cases = _cases([1.0, 0.0, 1.0, 1.0] * 100)
     failures, [line] = noninferiority(cases, cases, {METRIC: margin}, "base")
     assert failures == []
-    assert "(95% CI -0.010 … +0.010, 400 paired cases)" in line
+    assert f"{zero_half(400):.3f}" == "0.014"
+    assert "(95% CI -0.014 … +0.014, 400 paired cases)" in line
 
 
 def _failed(case_id: str) -> CaseResult:
@@ -184,34 +187,33 @@ def test_the_not_worse_than_gate_scores_a_case_failed_in_this_run_worst() -> Non
 
 
 def test_an_unchanged_run_of_40_cases_says_its_width_and_the_cases_a_margin_needs() -> None:
-    """Every difference 0 over 40 yes/no cases: Tango's ±z²/(n + z²) = ±0.088, and the floor's
-    variance 1/41 in the arithmetic of `plan`: 479 cases for 2 points."""
+    """Every difference 0 over 40 yes/no cases: Tango's corrected interval ±0.129, and the
+    floor's variance 1/41 in the arithmetic of `plan`: 479 cases for 2 points."""
     cases = _cases([1.0, 0.0, 1.0, 1.0] * 10)
     [line], passes = noninferiority(cases, cases, {METRIC: 0.02}, "main")
     assert passes == []
-    half = stats.norm.ppf(0.975) ** 2 / (40 + stats.norm.ppf(0.975) ** 2)
-    assert f"{half:.3f}" == "0.088"
+    assert f"{zero_half(40):.3f}" == "0.129"
     assert line == (
-        "faithfulness against main: Δ +0.000 (95% CI -0.088 … +0.088, 40 paired cases), margin "
-        f"0.02: not shown: ±0.088 at 40 cases; a 0.02 margin needs about {_needed(1 / 41, 0.02)} "
+        "faithfulness against main: Δ +0.000 (95% CI -0.129 … +0.129, 40 paired cases), margin "
+        f"0.02: not shown: ±0.129 at 40 cases; a 0.02 margin needs about {_needed(1 / 41, 0.02)} "
         "cases"
     )
     assert _needed(1 / 41, 0.02) == 479
 
 
 def test_before_the_run_a_size_too_small_for_the_margin_is_one_warning() -> None:
-    """The baseline has 200 cases; a run over 40 of them cannot show 2 points even when every
+    """The baseline has 300 cases; a run over 40 of them cannot show 2 points even when every
     answer scores as the baseline's."""
     gate = GateConfig(baseline="main", margin=0.02)
-    baseline = _cases([1.0, 0.0, 1.0, 1.0] * 50)
+    baseline = _cases([1.0, 0.0, 1.0, 1.0] * 75)
     forty = [f"c{i:03d}" for i in range(40)]
     assert before_run(gate, baseline, forty, METRIC) == (
-        "gate: not worse than main cannot be shown at this size: faithfulness: ±0.088 at 40 "
+        "gate: not worse than main cannot be shown at this size: faithfulness: ±0.129 at 40 "
         "cases even when every answer scores as the baseline's; a 0.02 margin needs about 479 "
         "cases (only a run clearly better than the baseline can pass)"
     )
     every = [case.case_id for case in baseline]
-    assert before_run(gate, baseline, every, METRIC) is None  # 200 cases: ±0.019
+    assert before_run(gate, baseline, every, METRIC) is None  # 300 cases: ±0.019
     assert before_run(GateConfig(), baseline, forty, METRIC) is None  # no baseline gate
 
 
@@ -264,21 +266,20 @@ def test_a_run_that_failed_fails_every_gated_metric_undecided() -> None:
 def test_51_equal_cases_over_6_documents_are_not_shown_and_need_documents() -> None:
     """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
     Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (9, 9, 9, 8, 8, 8
-    cases) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²) = 0.391; and what
-    the margin needs is documents: the first G with z² / (G + z²) under 0.05, 73."""
+    cases) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's corrected ±`zero_half`(5.98) =
+    0.565; and what the margin needs is documents: the first G with `zero_half`(G) under 0.05,
+    110."""
     clusters = [f"doc-{i % 6}" for i in range(51)]
     cases = _cases([1.0] * 51, clusters)
     [line], passes = noninferiority(cases, cases, {METRIC: 0.05}, "base")
     assert passes == []
-    z2 = stats.norm.ppf(0.975) ** 2
-    half = z2 / (51**2 / (3 * 81 + 3 * 64) + z2)
-    needed = math.floor(z2 / 0.05 - z2) + 1
-    assert (f"{half:.3f}", needed) == ("0.391", 73)
-    assert z2 / (needed + z2) < 0.05 <= z2 / (needed - 1 + z2)
+    half = zero_half(51**2 / (3 * 81 + 3 * 64))
+    needed = next(g for g in range(6, 1000) if zero_half(g) < 0.05)
+    assert (f"{half:.3f}", needed) == ("0.565", 110)
     assert line.endswith(
-        f"not shown: ±{half:.3f} at 51 cases; a 0.05 margin needs about 73 documents"
+        f"not shown: ±{half:.3f} at 51 cases; a 0.05 margin needs about 110 documents"
     )
     gate = GateConfig(baseline="base", margin=0.05)
     warning = before_run(gate, cases, [c.case_id for c in cases], METRIC)
-    assert warning is not None and "±0.391 at 51 cases" in warning
-    assert "needs about 73 documents" in warning
+    assert warning is not None and "±0.565 at 51 cases" in warning
+    assert "needs about 110 documents" in warning

@@ -27,6 +27,7 @@ from scipy import stats
 
 from tests.cli_run import mlflow_runs, run_ragexp
 from tests.ollama_server import FAITHFULNESS_MARK, RELEVANCE_MARK, FakeOllama
+from tests.stats.test_difference import zero_half
 
 N_CASES = 200
 SMALL = 30
@@ -162,21 +163,22 @@ def test_a_run_worse_than_its_baseline_by_more_than_the_margin_fails(world: Worl
 
 def test_a_run_equal_to_its_baseline_passes_at_a_size_that_decides_it(world: World) -> None:
     """gen-worse again (the same answers, from the cache), against the first gen-worse run as
-    MLflow knows it (by its run id): Δ = 0 over 200 cases, Tango's score interval ±z²/(n + z²)
-    (no longer the zero-width +0.000 … +0.000)."""
+    MLflow knows it (by its run id): Δ = 0 over 200 cases, Tango's corrected score interval
+    ±0.028 (no longer the zero-width +0.000 … +0.000), inside a margin of 0.03 (0.02 would
+    need 280 cases)."""
     run_id = _mlflow_run_id(world, "worse")
     result = world.run(
-        "equal", "gen-worse", f"gate.baseline={run_id}", "gate.margin=0.02", tracking=True
+        "equal", "gen-worse", f"gate.baseline={run_id}", "gate.margin=0.03", tracking=True
     )
     assert result.returncode == 0, result.stderr
     assert "ragexp: error" not in result.stderr
     [line] = _gate_lines(result.stderr)
-    assert (line["metric"], line["ref"], line["margin"]) == ("faithfulness", run_id, "0.02")
-    half = stats.norm.ppf(0.975) ** 2 / (N_CASES + stats.norm.ppf(0.975) ** 2)
+    assert (line["metric"], line["ref"], line["margin"]) == ("faithfulness", run_id, "0.03")
+    half = zero_half(N_CASES)
     assert (line["delta"], line["low"], line["high"], line["n"]) == (
         "+0.000", f"{-half:+.3f}", f"{half:+.3f}", str(N_CASES),
     )  # fmt: skip
-    assert line["verdict"] == "not worse (the interval stays above −0.02)"
+    assert line["verdict"] == "not worse (the interval stays above −0.03)"
     assert _tag_of(world, "equal") == "passed"
 
 
@@ -200,7 +202,7 @@ def test_per_metric_margins_gate_each_metric_named(world: World) -> None:
     lines = {line["metric"]: line for line in _gate_lines(result.stderr)}
     assert lines.keys() == {"faithfulness", "answer_relevance"}
     passed = lines["answer_relevance"]
-    half = stats.norm.ppf(0.975) ** 2 / (N_CASES + stats.norm.ppf(0.975) ** 2)
+    half = zero_half(N_CASES)
     assert (passed["delta"], passed["low"], passed["high"], passed["margin"]) == (
         "+0.000", f"{-half:+.3f}", f"{half:+.3f}", "0.05",
     )  # fmt: skip
@@ -230,9 +232,10 @@ def test_an_equal_run_at_a_small_size_fails_as_not_shown_with_the_cases_that_wou
     assert line["verdict"] == (
         f"not shown: ±{half:.3f} at {SMALL} cases; a 0.02 margin needs about {needed:,} cases"
     )
-    # said before any call too: even answers scored as the baseline's would show ±z²/(n + z²)
-    # over 30 cases, and the floor's variance 1/31 in the same arithmetic needs 633 cases
-    floor = stats.norm.ppf(0.975) ** 2 / (SMALL + stats.norm.ppf(0.975) ** 2)
+    # said before any call too: even answers scored as the baseline's would show Tango's
+    # corrected ±`zero_half` over 30 cases, and the floor's variance 1/31 in the same
+    # arithmetic needs 633 cases
+    floor = zero_half(SMALL)
     assert math.ceil(z**2 / (SMALL + 1) / 0.02**2) == 633
     lines = result.stderr.splitlines()
     warning = (

@@ -17,11 +17,22 @@ from ragexp.stats.difference import difference_ci, tango_ci
 
 Z = float(stats.norm.ppf(0.975))
 MARGIN = 0.05
+CORRECTION = 1.0
+"""The continuity correction the design chose: one discordant pair off |c − b − nΔ₀|."""
+
+
+def zero_half(n: float) -> float:
+    """Half the corrected score interval of n all-zero differences, by hand: with b = c = 0,
+    q̃ = 0 and the statistic is (nΔ − 1) / √(nΔ(1 − Δ)) = z, i.e. the larger root of
+    (n² + z²n) Δ² − (2n + z²n) Δ + 1 = 0."""
+    a, b = n * n + Z * Z * n, 2 * n + Z * Z * n
+    return (b + math.sqrt(b * b - 4 * a)) / (2 * a)
 
 
 def _score_by_brute_force(worse: float, better: float, n: float, delta: float) -> float:
     """Tango's score statistic with q̃ = p(A = 1, B = 0) maximising the likelihood under
-    p(A = 0, B = 1) = q + Δ₀, found numerically."""
+    p(A = 0, B = 1) = q + Δ₀, found numerically, its numerator |c − b − nΔ₀| less
+    `CORRECTION` (never past 0)."""
 
     def negative_log_likelihood(q: float) -> float:
         cells = np.array([q, q + delta, 1 - 2 * q - delta])
@@ -34,7 +45,8 @@ def _score_by_brute_force(worse: float, better: float, n: float, delta: float) -
         options={"xatol": 1e-13},
     ).x  # fmt: skip
     variance = n * (2 * q + delta * (1 - delta))
-    numerator = better - worse - n * delta
+    gap = better - worse - n * delta
+    numerator = math.copysign(max(abs(gap) - CORRECTION, 0.0), gap)
     return numerator / math.sqrt(variance) if variance > 0 else math.copysign(math.inf, numerator)
 
 
@@ -58,10 +70,11 @@ def test_tango_interval_inverts_the_score_test(worse: int, better: int, n: int) 
 
 
 def test_five_equal_paired_cases_give_no_zero_width_interval() -> None:
-    """The old answer was 0.000 … 0.000 (a point); the score interval at b = c = 0 is
-    ±z² / (n + z²), worked by hand."""
+    """The old answer was 0.000 … 0.000 (a point); the corrected score interval at b = c = 0
+    is ±`zero_half`, worked by hand (±0.624 at 5; uncorrected it was ±z² / (n + z²), 0.434)."""
     low, high = difference_ci(np.zeros(5))
-    assert (low, high) == pytest.approx((-Z * Z / (5 + Z * Z), Z * Z / (5 + Z * Z)), abs=1e-9)
+    assert (low, high) == pytest.approx((-zero_half(5), zero_half(5)), abs=1e-9)
+    assert zero_half(5) == pytest.approx(0.624, abs=5e-4)
     assert low < -MARGIN  # a not-worse-than gate cannot pass on it
     for n in (1, 2, 3):
         low, high = difference_ci(np.zeros(n))
@@ -71,7 +84,7 @@ def test_five_equal_paired_cases_give_no_zero_width_interval() -> None:
 def test_graded_or_clustered_differences_never_get_a_zero_width_interval() -> None:
     """Every difference 0.5 (graded): the t interval's variance is at least 1 / (n + 1). Across
     6 shared documents of 4 cases: the pseudo-pairs move with their documents (the per-case
-    floor times n Σ (m_g / n)², t at G − 1), and differences all 0 are Tango's ±z² / (G + z²)
+    floor times n Σ (m_g / n)², t at G − 1), and differences all 0 are Tango's ±`zero_half`
     at G = 6 effective pairs, the wider; the per-case floor (±0.104 here) used to be read."""
     low, high = difference_ci(np.full(8, 0.5))
     half = stats.t.ppf(0.975, 7) * math.sqrt(1 / 9 / 8)
@@ -79,7 +92,7 @@ def test_graded_or_clustered_differences_never_get_a_zero_width_interval() -> No
     clusters = [f"doc-{i // 4}" for i in range(24)]
     t_half = stats.t.ppf(0.975, 5) * math.sqrt(1 / 6 / 25)  # 0.210
     low, high = difference_ci(np.zeros(24), clusters)
-    half = max(t_half, Z * Z / (6 + Z * Z))  # 0.390
+    half = max(t_half, zero_half(6))  # 0.574
     assert (low, high) == pytest.approx((-half, half), abs=1e-9)
     graded = difference_ci(np.full(24, 0.5), clusters)
     assert graded == pytest.approx((0.5 - t_half, 0.5 + t_half), abs=1e-12)
@@ -88,13 +101,13 @@ def test_graded_or_clustered_differences_never_get_a_zero_width_interval() -> No
 def test_51_equal_cases_over_6_documents_do_not_pass_a_gate_at_5_points() -> None:
     """The issue's case: 51 all-YES cases over 6 documents against an identical baseline read
     Δ 0 (−0.050 … +0.050) and passed at margin 0.05. Now the 6 documents (sizes 9, 9, 9, 8, 8,
-    8) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±z² / (5.98 + z²), wider than the t
+    8) are worth 1 / Σ (m_g / n)² = 5.98 pairs: Tango's ±`zero_half`(5.98), wider than the t
     interval on the floor, t(5) · √(Σ (m_g / n)² / 52)."""
     clusters = [f"doc-{i % 6}" for i in range(51)]
     low, high = difference_ci(np.zeros(51), clusters)
     shares = (3 * 9**2 + 3 * 8**2) / 51**2
-    half = max(Z * Z / (1 / shares + Z * Z), stats.t.ppf(0.975, 5) * math.sqrt(shares / 52))
-    assert half == pytest.approx(0.391, abs=5e-4)
+    half = max(zero_half(1 / shares), stats.t.ppf(0.975, 5) * math.sqrt(shares / 52))
+    assert half == pytest.approx(0.565, abs=5e-4)
     assert (low, high) == pytest.approx((-half, half), abs=1e-9)
     assert low < -MARGIN
 

@@ -24,6 +24,7 @@ from ragexp.stats.noninferiority import (
     unchanged_reach,
 )
 from ragexp.stats.paired import compare_cases
+from tests.stats.test_difference import zero_half
 
 POWER = 0.8
 SIMULATIONS = 4000
@@ -91,51 +92,55 @@ def test_an_unchanged_run_of_40_cases_needs_479_for_a_margin_of_2_points() -> No
     )  # fmt: skip
     assert oracle == pytest.approx(478.59, abs=0.01)
     assert noninferiority_needs(test, 0.02) == math.ceil(oracle) == 479
-    assert noninferiority_needs(test, 0.05) == 77  # ((2.8016 · 0.15617) / 0.05)² = 76.6
+    # ((2.8016 · 0.15617) / 0.05)² = 76.6, but fewer than 110 pairs cannot clear 0.05 even
+    # unchanged (Tango's corrected interval of all-zero pairs, by hand)
+    assert next(g for g in range(6, 1000) if zero_half(g) < 0.05) == 110
+    assert noninferiority_needs(test, 0.05) == 110
 
 
 def test_at_the_cases_said_an_unchanged_run_passes_and_one_as_varied_as_the_floor_mostly() -> None:
     """At the 479 cases said for 40: an unchanged run (every difference 0) passes, Tango's
-    interval ±0.008. With the floor's spread as the truth (each case differs by ±1 with chance
-    1/41 in all, Δ 0), the gate passes 71% of the time, not the 80% the normal arithmetic says:
-    with about 12 discordant pairs Tango's interval is wider than a normal one (what
-    docs/decisions.md says)."""
+    interval ±0.012 (continuity-corrected). With the floor's spread as the truth (each case
+    differs by ±1 with chance 1/41 in all, Δ 0), the gate passes 60% of the time, not the 80%
+    the normal arithmetic says: with about 12 discordant pairs Tango's corrected interval is
+    wider than a normal one (what docs/decisions.md says)."""
     n, p = 479, 1 / 41
     low, high = difference_ci(np.zeros(n))
-    assert -low == pytest.approx(high) == pytest.approx(Z**2 / (n + Z**2))
+    assert -low == pytest.approx(high) == pytest.approx(zero_half(n))
     assert low > -0.02
     rng = np.random.default_rng(7)
     draws = rng.multinomial(n, [p / 2, p / 2, 1 - p], size=SIMULATIONS)
     passed = [difference_ci(np.repeat([-1.0, 1.0, 0.0], row))[0] > -0.02 for row in draws.tolist()]
-    assert float(np.mean(passed)) == pytest.approx(0.71, abs=0.03)
+    assert float(np.mean(passed)) == pytest.approx(0.60, abs=0.03)
 
 
 def test_at_40_cases_an_unchanged_run_cannot_show_a_margin_of_2_points() -> None:
-    """All-zero differences over 40 cases: Tango's interval is ±z²/(n + z²) = ±0.0876."""
+    """All-zero differences over 40 cases: Tango's corrected interval is ±0.129."""
     reach = unchanged_reach([f"c{i}" for i in range(40)], 0.02)
-    assert reach.half_width == pytest.approx(Z**2 / (40 + Z**2), abs=1e-6)
+    assert reach.half_width == pytest.approx(zero_half(40), abs=1e-6)
     assert not reach.shown
     assert reach.cases_needed == 479
 
 
-def test_at_200_cases_an_unchanged_run_shows_a_margin_of_2_points() -> None:
-    reach = unchanged_reach([f"c{i}" for i in range(200)], 0.02)
-    assert reach.half_width == pytest.approx(Z**2 / (200 + Z**2), abs=1e-6)  # 0.0188
+def test_at_300_cases_an_unchanged_run_shows_a_margin_of_2_points() -> None:
+    reach = unchanged_reach([f"c{i}" for i in range(300)], 0.02)
+    assert reach.half_width == pytest.approx(zero_half(300), abs=1e-6)  # 0.0186
     assert reach.shown
+    assert not unchanged_reach([f"c{i}" for i in range(200)], 0.02).shown  # ±0.0278
 
 
 def test_cases_sharing_documents_read_the_floor_with_t_on_the_documents() -> None:
     """40 cases in 8 documents: the pseudo-pairs move with their documents, so the 8 documents
-    are worth 8 pairs: the wider of t(7) · √(1/8/41) (0.131) and Tango's z² / (8 + z²) (0.324).
+    are worth 8 pairs: the wider of t(7) · √(1/8/41) (0.131) and Tango's corrected `zero_half`
+    (0.471).
     The per-case floor, √(1/41/40) · t(7) = 0.058, read 40 cases where the documents may move
     as 8."""
     reach = unchanged_reach([f"d{i % 8}" for i in range(40)], 0.05)
-    z = stats.norm.ppf(0.975)
-    expected = max(stats.t.ppf(0.975, 7) * math.sqrt(1 / 8 / 41), z * z / (8 + z * z))
+    expected = max(stats.t.ppf(0.975, 7) * math.sqrt(1 / 8 / 41), zero_half(8))
     assert reach.half_width == pytest.approx(expected, rel=1e-9)
     assert not reach.shown and reach.evidence.enough
-    assert not unchanged_reach([f"d{i % 8}" for i in range(40)], 0.3).shown
-    assert unchanged_reach([f"d{i % 8}" for i in range(40)], 0.33).shown
+    assert not unchanged_reach([f"d{i % 8}" for i in range(40)], 0.46).shown
+    assert unchanged_reach([f"d{i % 8}" for i in range(40)], 0.48).shown
 
 
 def test_five_documents_are_too_few_whatever_the_margin() -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from ragexp.reporting.compare import verdict
 from ragexp.results import CaseResult, Judgement, MetricResult
@@ -15,6 +17,9 @@ from ragexp.stats.paired import MetricComparison, compare_cases, decide
 from tests.cli_run import run_ragexp
 
 LABELS = {1.0: "YES", 0.5: "PARTIAL", 0.0: "NO"}
+_Z2 = float(stats.norm.ppf(0.975)) ** 2
+SIX_WINS_LOW = (60 - math.sqrt(3600 - 4 * (36 + 6 * _Z2) * (25 - 6 * _Z2))) / (2 * (36 + 6 * _Z2))
+"""The lower bound of Tango's corrected interval for six pairs all won (0.0336), by hand."""
 
 
 def _cases(scores: dict[str, float | None], metric: str = "faithfulness") -> list[CaseResult]:
@@ -35,9 +40,10 @@ def test_six_cases_all_better_by_one_label_give_the_exact_permutation_p() -> Non
     # all 2^6 sign patterns of six equal differences: only all-plus and all-minus reach |Δ| = 1
     assert c.p_value == pytest.approx(2 / 64)
     assert (c.mean_a, c.mean_b, c.delta, c.n_paired) == (0.0, 1.0, 1.0, 6)
-    # six yes/no pairs all discordant one way: Tango's score interval (the score test inverted
-    # by brute force in tests/stats/test_difference.py), not the point 1.000 … 1.000
-    assert (c.ci_low, c.ci_high) == pytest.approx((0.21933, 1.0), abs=1e-5)
+    # six yes/no pairs all discordant one way: Tango's corrected score interval, not the point
+    # 1.000 … 1.000. By hand: b = 0, c = n = 6 give q̃ = (1 − Δ) / 2, variance 6 (1 − Δ²), and
+    # (6 − 6Δ − 1)² = 6 z² (1 − Δ²): the smaller root of (36 + 6z²) Δ² − 60 Δ + 25 − 6z² = 0
+    assert (c.ci_low, c.ci_high) == pytest.approx((SIX_WINS_LOW, 1.0), abs=1e-9)
     assert verdict(c) == "B is better"
     assert [(d.case_id, d.label_a, d.label_b) for d in c.differing][:2] == [
         ("c0", "NO", "YES"),

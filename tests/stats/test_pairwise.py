@@ -54,9 +54,11 @@ def test_a_judge_that_always_answers_a_is_all_position_and_decides_nothing() -> 
 def test_six_wins_give_the_exact_p_and_tangos_interval_on_the_win_rate_scale() -> None:
     result = pairwise_result(_pairs([("B", "A")] * 6))
     assert (result.wins, result.win_rate) == (6, 1.0)
-    # the paired Δ of six +1 differences: Tango's interval (0.21933, 1) (tests/stats/
-    # test_paired.py), win rate = (1 + Δ) / 2; p: 2 of the 2^6 sign flips are as extreme
-    assert (result.ci_low, result.ci_high) == pytest.approx(((1 + 0.21933) / 2, 1.0), abs=1e-5)
+    # the paired Δ of six +1 differences: Tango's corrected interval (0.0336, 1) (worked by
+    # hand in tests/stats/test_paired.py), win rate = (1 + Δ) / 2; p: 2 of the 2^6 sign flips
+    from tests.stats.test_paired import SIX_WINS_LOW
+
+    assert (result.ci_low, result.ci_high) == pytest.approx(((1 + SIX_WINS_LOW) / 2, 1.0))
     assert result.comparison.p_value == pytest.approx(2 / 64)
     assert result.decide() == "higher" and verdict(result) == "B is better"
     # a consistent judge chooses each position once per pair: no position bias

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragexp.results.jobs import JobResult
-from ragexp.stats.clusters import case_clusters, effective_n, n_clusters
-from ragexp.stats.pilot import plan_pilot, read_pilot
+from ragexp.stats.clusters import effective_n, n_clusters
+from ragexp.stats.pilot import plan_pilot, read_pilot, scored_clusters
 from ragexp.stats.power import POWER, MetricPlan, holm_alpha, mde
 from ragexp.stats.set_size import (
     ASSUMED_ICC,
@@ -124,7 +124,7 @@ def _pilot_icc(plan: MetricPlan, jobs: Sequence[JobResult]) -> tuple[float, str]
     """The intra-document correlation the pilot shows for ``plan``'s metric, and a sentence
     saying where it comes from (the assumption when the pilot cannot show one)."""
     pilot_clusters = next(
-        (clusters for job in jobs if (clusters := _scored_clusters(job, plan.metric))), []
+        (clusters for job in jobs if (clusters := scored_clusters(job, plan.metric))), []
     )
     icc = icc_from_design_effect(plan.terms.deff, pilot_clusters)
     if icc is None:
@@ -136,12 +136,6 @@ def _pilot_icc(plan: MetricPlan, jobs: Sequence[JobResult]) -> tuple[float, str]
         f"intra-document correlation {icc:.3f}, from its design effect {plan.terms.deff:.2f} "
         f"over {n_clusters(pilot_clusters)} documents"
     )
-
-
-def _scored_clusters(job: JobResult, metric: str) -> list[str]:
-    """The clusters of the job's cases that have a score of ``metric``."""
-    scored = [c for c in job.cases if (r := c.metrics.get(metric)) and r.score is not None]
-    return case_clusters(scored)
 
 
 def _warnings(

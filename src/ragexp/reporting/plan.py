@@ -15,6 +15,8 @@ def plan_json(plans: Sequence[MetricPlan]) -> dict[str, Any]:
         "metrics": {
             p.metric: {
                 "cases_needed": p.cases_needed,
+                "documents": p.documents,
+                "documents_needed": p.documents_needed,
                 "mde": p.mde,
                 "n": p.n,
                 "effect": p.effect,
@@ -82,14 +84,27 @@ def _head(p: MetricPlan) -> str:
         if p.configs == 2
         else f"{p.configs} configurations: α {p.alpha:.3g} after Holm's first step"
     )
+    if p.cases_needed is None and p.documents is not None:
+        return (
+            f"{p.metric}: no number of cases or documents detects a {p.effect * 100:g}-point "
+            f"difference with {p.power:.0%} power ({tests})"
+        )
+    if p.documents_needed is not None:
+        return (
+            f"{p.metric}: no number of cases from the pilot's {p.documents} documents detects a "
+            f"{p.effect * 100:g}-point difference with {p.power:.0%} power ({tests}): a verdict "
+            f"rests on the documents; it takes at least {p.documents_needed:,} documents, "
+            f"equally used, about {p.cases_needed:,} cases over them"
+        )
     if p.cases_needed is None:
         return (
             f"{p.metric}: no number of cases: the pilot's scores do not vary (every case scored "
             "the same, and any other job agreed on every case), so there is no spread to size "
             "a test from; a pilot with more cases, or whose scores vary, gives one"
         )
+    over = f" over the pilot's {p.documents} documents" if p.documents is not None else ""
     return (
-        f"{p.metric}: about {p.cases_needed:,} cases per configuration to detect a "
+        f"{p.metric}: about {p.cases_needed:,} cases per configuration{over} to detect a "
         f"{p.effect * 100:g}-point difference with {p.power:.0%} power ({tests})"
     )
 

@@ -8,7 +8,7 @@ would say that any number of cases decides; but its interval is floored
 (`ragexp.stats.floors`), and the sd the arithmetic reads is never below the floor's,
 √(1 / (n + 1)) at n paired cases (`floored_sd`). At 40 cases and a 0.02 margin that is
 ((z.975 + z.8) · √(1/41) / 0.02)² = 479 cases. It errs high (an unchanged system's interval
-narrows faster than 1/√n: at 479 cases Tango's interval of all-zero differences is ±0.008), as
+narrows faster than 1/√n: at 479 cases Tango's interval of all-zero differences is ±0.010), as
 `plan` errs high when it has no paired spread to read.
 
 When cases share documents the floor is per document (`ragexp.stats.floors.cluster_floor`), and
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragexp.stats.calibration import Corrected
-from ragexp.stats.difference import difference_ci
+from ragexp.stats.difference import CORRECTION, difference_ci
 from ragexp.stats.evidence import MIN_UNITS, Evidence
 from ragexp.stats.floors import difference_floor
 from ragexp.stats.intervals import z_value
@@ -39,15 +39,17 @@ def noninferiority_cases(
     sd: float, delta: float, margin: float, deff: float = 1.0, power: float = POWER
 ) -> int | None:
     """Cases for a paired 95% interval of Δ to clear −``margin`` with ``power`` when the true
-    difference is ``delta``: ``((z_.975 + z_power) · sd / (margin + delta))² · deff``; None when
-    ``delta`` is at or below −margin (no number of cases shows it no worse)."""
+    difference is ``delta``: ``((z_.975 + z_power) · sd / (margin + delta))² · deff``, never
+    under `unchanged_documents` (fewer pairs than that cannot clear the room even unchanged);
+    None when ``delta`` is at or below −margin (no number of cases shows it no worse)."""
     from scipy.stats import norm
 
     room = margin + delta
-    if room <= 0 or sd <= 0:
+    floor = unchanged_documents(room)
+    if floor is None or sd <= 0:
         return None
     z = float(norm.ppf(0.975) + norm.ppf(power))
-    return min(MAX_CASES, math.ceil((z * sd / room) ** 2 * max(deff, 1.0)))
+    return min(MAX_CASES, max(floor, math.ceil((z * sd / room) ** 2 * max(deff, 1.0))))
 
 
 def floored_sd(sd: float | None, n: int) -> float:
@@ -73,12 +75,15 @@ def noninferiority_needs(test: MetricComparison, margin: float) -> int | None:
 def unchanged_documents(room: float) -> int | None:
     """The fewest documents, equally used, over which the interval of an unchanged run (every
     difference 0, a few cases per document; `ragexp.stats.difference`: Tango's at G effective
-    pairs, ±z² / (G + z²)) is narrower than ``room``; never under `MIN_UNITS`; None for no
-    room."""
+    pairs with its continuity correction κ, ±Δ where GΔ − κ = z √(GΔ(1 − Δ))) is narrower
+    than ``room``; never under `MIN_UNITS`; None for no room."""
     if room <= 0:
         return None
-    z2 = z_value() ** 2
-    return max(MIN_UNITS, math.floor(z2 / room - z2) + 1)
+    if room >= 1:
+        return MIN_UNITS
+    z, spread = z_value(), math.sqrt(room * (1 - room))
+    root = (z * spread + math.sqrt(z * z * spread * spread + 4 * room * CORRECTION)) / (2 * room)
+    return max(MIN_UNITS, math.floor(root * root) + 1)
 
 
 def noninferiority_documents(

@@ -169,6 +169,12 @@ class MetricPlan:
     """The corrected difference's variance: (the labels' term, the judge's term)."""
     judged: bool = True
     """A judge scored the metric in the pilot (False: a retrieval metric, no judge noise)."""
+    documents: int | None = None
+    """When the pilot's cases share documents: how many, the documents ``cases_needed`` is
+    spread over (`ragexp.stats.set_size`: documents × cases, the test a verdict runs)."""
+    documents_needed: int | None = None
+    """When no number of cases from those documents reaches the power: the documents it takes,
+    equally used (``cases_needed`` is then the cases over them)."""
 
 
 def plan_metric(
