@@ -1,0 +1,201 @@
+"""The racing sweeper (``hydra/sweeper=race``) through the real command, against a loopback RAG
+service whose ``skill`` option plants the hit rates (`tests.sweep.race_world`): ``good`` hits
+every case, ``half`` every other, ``bad`` every fifth. ``hit_rate`` needs no judge, so the race is
+fast and its every number can be computed here from the planted rule."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragexp.stats.sequential import difference_sequence
+from tests.cli_run import run_ragexp
+from tests.results.test_files import mlflow_client
+from tests.sweep.race_world import hit, make_cases, skill_service
+
+N_CASES = 60
+BATCH = 10
+EFFECT = 0.05
+
+
+def _race(tmp: Path, skills: str, *args: str, mlflow: bool = False) -> tuple[Any, Path, Any]:
+    cases = make_cases(tmp, N_CASES)
+    with skill_service() as service:
+        result = run_ragexp(
+            "system=http", f"system.url={service.url}", "dataset=custom",
+            f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
+            "hydra.sweep.dir=sweep", "hydra/sweeper=race", f"hydra.sweeper.batch={BATCH}",
+            *args, "-m", f"system.options.skill={skills}", cwd=tmp, mlflow=mlflow,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result, tmp / "sweep", service.asks
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Any]:
+    return _race(tmp_path_factory.mktemp("race3"), "good,half,bad")
+
+
+def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
+    """The race's rounds, computed here from the planted hit rule: every pair's confidence
+    sequence (Bonferroni over the pairs), a skill dropped once a rival's lower bound over it
+    passes the effect, until one is left or the cases run out."""
+    pairs = list(itertools.combinations(skills, 2))
+    sequences = {pair: difference_sequence(alpha / len(pairs)) for pair in pairs}
+    alive = list(skills)
+    rounds = []
+    for number in range(1, N_CASES // BATCH + 1):
+        batch = range((number - 1) * BATCH, number * BATCH)
+        for a, b in itertools.combinations(alive, 2):
+            sequences[(a, b)].update([hit(b, n) - hit(a, n) for n in batch])
+        dropped = {}
+        for job in alive:
+            for rival in alive:
+                if rival == job:
+                    continue
+                if (job, rival) in sequences:
+                    lower, upper = sequences[(job, rival)].interval()
+                else:
+                    low, high = sequences[(rival, job)].interval()
+                    lower, upper = -high, -low
+                if lower > EFFECT:
+                    dropped[job] = (rival, lower, upper)
+                    break
+        intervals = {
+            (f"skill={a}", f"skill={b}"): sequences[(a, b)].interval()
+            for a, b in itertools.combinations(alive, 2)
+        }
+        alive = [s for s in alive if s not in dropped]
+        rounds.append({
+            "round": number, "cases": number * BATCH, "alive": alive, "drops": dropped,
+            "intervals": intervals,
+        })  # fmt: skip
+        if len(alive) == 1:
+            break
+    return rounds
+
+
+def test_the_race_sweeper_is_selected_and_the_summary_reads_each_configurations_last_run(
+    three: tuple[Any, Path, Any],
+) -> None:
+    _, sweep, _ = three
+    summary = json.loads((sweep / "summary.json").read_text())
+    n = {job["label"]: job["metrics"]["hit_rate"]["n"] for job in summary["jobs"]}
+    race = json.loads((sweep / "race.json").read_text())
+    reached = {label: 0 for label in race["configurations"]}
+    for entry in race["rounds"]:
+        for label in reached:
+            if label in entry["survivors"] or any(d["job"] == label for d in entry["dropped"]):
+                reached[label] = entry["cases"]
+    assert n == {f"skill={s}": reached[f"skill={s}"] for s in ("good", "half", "bad")}
+    assert summary["jobs"][0]["label"] == "skill=good"  # ranked first
+    multirun = (sweep / "multirun.yaml").read_text()
+    assert "ragexp_race" in multirun  # the sweeper Hydra ran is ragexp's own
+    rows = [line for line in (sweep / "race.md").read_text().splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + len(race["rounds"])  # the header and a row per round
+
+
+def test_a_worse_configuration_is_dropped_early_and_no_case_is_asked_twice(
+    three: tuple[Any, Path, Any],
+) -> None:
+    _, sweep, asks = three
+    race = json.loads((sweep / "race.json").read_text())
+    drops = {d["job"]: d for entry in race["rounds"] for d in entry["dropped"]}
+    last = race["rounds"][-1]["round"]
+    assert drops["skill=bad"]["round"] < last  # dropped before the end
+    assert all("skill=good" in entry["survivors"] for entry in race["rounds"])
+    assert race["survivors"] == ["skill=good"]
+    # every (case, skill) asked exactly once, however many rounds re-ran the case
+    expected = {
+        (f"c{n}", skill)
+        for skill in ("good", "half", "bad")
+        for n in range(drops[f"skill={skill}"]["cases"] if f"skill={skill}" in drops else
+                       race["rounds"][-1]["cases"])
+    }  # fmt: skip
+    assert set(asks) == expected
+    assert set(asks.values()) == {1}
+    assert sum(asks.values()) == race["job_cases"] < race["full_sweep_cases"] == 3 * N_CASES
+    later = sorted((sweep / "race").glob("round-*/*/.hydra/overrides.yaml"))
+    later = [p for p in later if p.parts[-4] != "round-1"]
+    assert len(later) == sum(entry["jobs"] for entry in race["rounds"][1:])
+    for overrides in later:  # each later round resumed the same configuration's previous one
+        number, job = int(overrides.parts[-4].removeprefix("round-")), overrides.parts[-3]
+        assert f"run.resume='sweep/race/round-{number - 1}/{job}'" in overrides.read_text()
+
+
+def test_race_json_matches_the_race_computed_from_the_planted_rates(
+    three: tuple[Any, Path, Any],
+) -> None:
+    _, sweep, _ = three
+    race = json.loads((sweep / "race.json").read_text())
+    expected = _expected(["good", "half", "bad"])
+    assert [r["round"] for r in race["rounds"]] == [e["round"] for e in expected]
+    for got, want in zip(race["rounds"], expected, strict=True):
+        assert got["cases"] == got["paired"] == want["cases"]
+        assert got["survivors"] == [f"skill={s}" for s in want["alive"]]
+        assert {d["job"]: (d["rival"], d["lower"], d["upper"]) for d in got["dropped"]} == {
+            f"skill={job}": (f"skill={rival}", pytest.approx(lo), pytest.approx(hi))
+            for job, (rival, lo, hi) in want["drops"].items()
+        }
+        assert {(i["a"], i["b"]): (i["lower"], i["upper"]) for i in got["intervals"]} == {
+            pair: (pytest.approx(lo), pytest.approx(hi))
+            for pair, (lo, hi) in want["intervals"].items()
+        }  # every pair that ran, paired case by case
+        for skill in ("good", "half", "bad"):
+            reached = min(want["cases"], _reached(expected, skill))
+            mean = sum(hit(skill, n) for n in range(reached)) / reached
+            assert got["means"][f"skill={skill}"] == pytest.approx(mean)
+    assert race["pair_alpha"] == pytest.approx(0.05 / 3)
+    assert race["stopped"] == "one configuration remains"
+    assert race["golden_set"] == N_CASES
+
+
+def _reached(expected: list[dict[str, Any]], skill: str) -> int:
+    for entry in expected:
+        if skill in entry["drops"]:
+            return int(entry["cases"])
+    return int(expected[-1]["cases"])
+
+
+def test_the_race_stops_when_one_remains_under_the_joblib_launcher(tmp_path: Path) -> None:
+    _, sweep, asks = _race(tmp_path, "bad,good", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    race = json.loads((sweep / "race.json").read_text())
+    expected = _expected(["bad", "good"])
+    assert race["stopped"] == "one configuration remains"
+    assert race["survivors"] == ["skill=good"]
+    assert len(race["rounds"]) == len(expected) < N_CASES // BATCH
+    assert sorted(p.name for p in (sweep / "race").iterdir()) == [
+        f"round-{r}" for r in range(1, len(expected) + 1)
+    ]
+    assert sum(asks.values()) == 2 * expected[-1]["cases"]
+    assert set(asks.values()) == {1}
+
+
+def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
+    _, sweep, asks = _race(tmp_path, "good,half", "hydra.sweeper.rounds=1")
+    race = json.loads((sweep / "race.json").read_text())
+    assert race["stopped"] == "the budget of 1 rounds is reached"
+    assert race["survivors"] == ["skill=good", "skill=half"]
+    assert sum(asks.values()) == 2 * BATCH
+
+
+def test_mlflow_tags_the_dropped_configurations_last_run(tmp_path: Path) -> None:
+    _, sweep, _ = _race(tmp_path, "bad,good", mlflow=True)
+    race = json.loads((sweep / "race.json").read_text())
+    drop = next(d for entry in race["rounds"] for d in entry["dropped"])
+    client = mlflow_client(tmp_path)
+    jobs = {
+        label: json.loads((sweep / str(i) / "job.json").read_text())["mlflow_run_id"]
+        for i, label in enumerate(race["configurations"])
+    }
+    dropped = client.get_run(jobs["skill=bad"]).data.tags
+    assert dropped["ragexp.race.dropped_round"] == str(drop["round"])
+    assert dropped["ragexp.race.interval"].startswith(f"[{drop['lower']:.4f}, ")
+    survived = client.get_run(jobs["skill=good"]).data.tags
+    assert survived["ragexp.race.survived"] == str(len(race["rounds"]))
+    assert "ragexp.race.dropped_round" not in survived
