@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from ragexp.stats.sequential import difference_sequence
-from tests.cli_run import run_ragexp
+from tests.cli_run import OLLAMA_MODELS, run_ragexp
+from tests.ollama_server import FakeOllama
 from tests.results.test_files import mlflow_client
 from tests.sweep.race_world import hit, make_cases, skill_service
 
@@ -22,14 +23,16 @@ BATCH = 10
 EFFECT = 0.05
 
 
-def _race(tmp: Path, skills: str, *args: str, mlflow: bool = False) -> tuple[Any, Path, Any]:
+def _race(
+    tmp: Path, skills: str, *args: str, mlflow: bool = False, env: dict[str, str] | None = None
+) -> tuple[Any, Path, Any]:
     cases = make_cases(tmp, N_CASES)
     with skill_service() as service:
         result = run_ragexp(
             "system=http", f"system.url={service.url}", "dataset=custom",
             f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
             "hydra.sweep.dir=sweep", "hydra/sweeper=race", f"hydra.sweeper.batch={BATCH}",
-            *args, "-m", f"system.options.skill={skills}", cwd=tmp, mlflow=mlflow,
+            *args, "-m", f"system.options.skill={skills}", cwd=tmp, mlflow=mlflow, env=env,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
@@ -174,6 +177,23 @@ def test_the_race_stops_when_one_remains_under_the_joblib_launcher(tmp_path: Pat
     ]
     assert sum(asks.values()) == 2 * expected[-1]["cases"]
     assert set(asks.values()) == {1}
+
+
+def test_a_judged_metric_is_judged_once_per_answer_however_many_rounds_rerun_it(
+    tmp_path: Path,
+) -> None:
+    """The judge's calls on earlier rounds' cases come from ragexp's LLM call cache."""
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        _, sweep, asks = _race(
+            tmp_path, "bad,good", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
+            env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        chats = [json.dumps(r.body, sort_keys=True) for r in server.requests_to("/api/chat")]
+    race = json.loads((sweep / "race.json").read_text())
+    assert len(race["rounds"]) > 1  # later rounds re-ran the earlier cases
+    assert sum(asks.values()) == race["job_cases"]
+    # the answer ("fact <n>") is the same under both skills, so one judgement serves both
+    assert len(chats) == len(set(chats)) == len({case for case, _ in asks})
 
 
 def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
