@@ -2,20 +2,23 @@
 document ``d<n>.md``, and a RAG service on 127.0.0.1 (a thread of the test's process) whose
 option ``skill`` decides whether it retrieves that document, so ``hit_rate`` has planted,
 judge-free differences: ``good`` always, ``half`` on even cases, ``bad`` on every fifth. The
-service counts what it is asked, per (case, skill)."""
+service counts what it is asked, per (case, skill).
+
+With ``share`` > 1, ``share`` consecutive cases share one document ``d<n // share>.md`` (a
+cluster), and a skill retrieves it for all of them or none: hits move together by document."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-HITS = {
+HITS: dict[str, Callable[[int], bool]] = {
     "good": lambda n: True,
     "half": lambda n: n % 2 == 0,
     "bad": lambda n: n % 5 == 0,
@@ -27,9 +30,9 @@ def hit(skill: str, n: int) -> float:
     return 1.0 if HITS[skill](n) else 0.0
 
 
-def make_cases(folder: Path, n_cases: int) -> Path:
+def make_cases(folder: Path, n_cases: int, share: int = 1) -> Path:
     rows = [
-        {"id": f"c{n}", "question": f"Where is fact {n}?", "relevant_docs": [f"d{n}.md"]}
+        {"id": f"c{n}", "question": f"Where is fact {n}?", "relevant_docs": [f"d{n // share}.md"]}
         for n in range(n_cases)
     ]
     path = folder / "cases.jsonl"
@@ -40,13 +43,15 @@ def make_cases(folder: Path, n_cases: int) -> Path:
 @dataclass
 class SkillService:
     url: str
+    share: int = 1
+    """Consecutive cases per document."""
     asks: Counter[tuple[str, str]] = field(default_factory=Counter)
     """How many times each (case id, skill) was asked."""
 
 
 @contextmanager
-def skill_service() -> Iterator[SkillService]:
-    service = SkillService("")
+def skill_service(share: int = 1) -> Iterator[SkillService]:
+    service = SkillService("", share)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -59,7 +64,7 @@ def skill_service() -> Iterator[SkillService]:
             skill = str((request.get("options") or {}).get("skill", "good"))
             with lock:
                 service.asks[(case_id, skill)] += 1
-            n = int(case_id[1:])
+            n = int(case_id[1:]) // service.share
             doc = f"d{n}.md" if HITS[skill](n) else "elsewhere.md"
             reply = {"answer": f"fact {n}", "contexts": [{"text": "a fact", "doc_id": doc}]}
             body = json.dumps(reply).encode()

@@ -24,10 +24,15 @@ EFFECT = 0.05
 
 
 def _race(
-    tmp: Path, skills: str, *args: str, mlflow: bool = False, env: dict[str, str] | None = None
+    tmp: Path,
+    skills: str,
+    *args: str,
+    mlflow: bool = False,
+    env: dict[str, str] | None = None,
+    share: int = 1,
 ) -> tuple[Any, Path, Any]:
-    cases = make_cases(tmp, N_CASES)
-    with skill_service() as service:
+    cases = make_cases(tmp, N_CASES, share)
+    with skill_service(share) as service:
         result = run_ragexp(
             "system=http", f"system.url={service.url}", "dataset=custom",
             f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
@@ -219,3 +224,37 @@ def test_mlflow_tags_the_dropped_configurations_last_run(tmp_path: Path) -> None
     survived = client.get_run(jobs["skill=good"]).data.tags
     assert survived["ragexp.race.survived"] == str(len(race["rounds"]))
     assert "ragexp.race.dropped_round" not in survived
+
+
+def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_path: Path) -> None:
+    """Three consecutive cases per document, hit or missed together: each round ends at a
+    document's last case, race.json counts the documents, and every round's interval is the
+    clustered sequence's (computed here), wider than the one that takes cases one by one."""
+    share = 3
+    _, sweep, asks = _race(tmp_path, "half,good", share=share)
+    race = json.loads((sweep / "race.json").read_text())
+    wanted = [r * BATCH for r in range(1, len(race["rounds"]) + 1)]
+    boundaries = [-(-w // share) * share for w in wanted]  # up to the end of the last document
+    assert (
+        [r["cases"] for r in race["rounds"]]
+        == boundaries
+        == [12, 21, 30, 42, 51, 60][: len(race["rounds"])]
+    )
+    assert race["clusters"] == boundaries[-1] // share
+    assert race["max_cluster_size"] == share
+    clustered = difference_sequence(0.05, max_cluster_size=share)
+    naive = difference_sequence(0.05)
+    start = 0
+    for entry, end in zip(race["rounds"], boundaries, strict=True):
+        cases = range(start, end)
+        diff = [hit("good", n // share) - hit("half", n // share) for n in cases]
+        clustered.update(diff, [f"d{n // share}.md" for n in cases])
+        naive.update(diff)
+        start = end
+        (got,) = entry["intervals"]
+        assert (got["lower"], got["upper"]) == (
+            pytest.approx(clustered.interval()[0]),
+            pytest.approx(clustered.interval()[1]),
+        )
+        assert got["upper"] - got["lower"] > naive.interval()[1] - naive.interval()[0]
+    assert set(asks.values()) == {1}

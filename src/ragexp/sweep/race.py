@@ -19,6 +19,7 @@ it, and ``race.json`` and ``race.md`` say how the race went (`ragexp.sweep.race_
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,13 @@ class RaceSweeper(Sweeper):
         effect = float(OmegaConf.select(self.config, "compare.effect", default=0.0) or 0.0)
         limit = OmegaConf.select(self.config, "dataset.limit", default=None)
         caps = [c for c in (self.max_cases, limit) if c is not None]
+        order, clusters = _case_order(self.config)
+        largest = max(Counter(clusters.values()).values(), default=1)
+        race = Race(labels, effect=effect, alpha=self.alpha, max_cluster_size=largest)
         return RaceRecord(
             metric=metric, effect=effect, alpha=self.alpha, batch=self.batch,
             max_cases=min(caps) if caps else None, max_rounds=self.rounds, jobs=labels,
-            race=Race(labels, effect=effect, alpha=self.alpha), order=_case_order(self.config),
+            race=race, order=order, clusters=clusters,
         )  # fmt: skip
 
     def _race(self, jobs: list[list[str]], sweep_dir: Path, record: RaceRecord) -> dict[int, Path]:
@@ -117,9 +121,7 @@ class RaceSweeper(Sweeper):
         job_idx = 0
         while record.stop is None:
             number = race.rounds + 1
-            limit = number * self.batch
-            if record.max_cases is not None:
-                limit = min(limit, record.max_cases)
+            limit = record.boundary(number * self.batch)
             alive = [i for i, label in enumerate(record.jobs) if label in race.survivors]
             batch = []
             for i in alive:
@@ -146,7 +148,8 @@ class RaceSweeper(Sweeper):
         record.unpaired += len(batch) - len(new)
         record.seen = seen
         if new:
-            drops = race.update({job: [scores[job][c] for c in new] for job in dirs})
+            clusters = [record.clusters[c] for c in new]
+            drops = race.update({job: [scores[job][c] for c in new] for job in dirs}, clusters)
             record.rounds.append(RoundRecord.of(race, drops, seen, list(dirs)))
         if len(race.survivors) == 1:
             return "one configuration remains"
@@ -187,13 +190,18 @@ def _scores(run_dir: Path, metric: str) -> dict[str, float]:
     return scores
 
 
-def _case_order(config: DictConfig) -> list[str]:
+def _case_order(config: DictConfig) -> tuple[list[str], dict[str, str]]:
     """The ids of the golden set's cases in its order, as a job loads them (``dataset.only``
-    kept, ``dataset.limit`` left to the race's budget)."""
+    kept, ``dataset.limit`` left to the race's budget), and each one's cluster as the job
+    records it (``compare.cluster``: by default its first relevant document; its own id when
+    it has none)."""
     from ragexp.config.schema import DatasetConfig
     from ragexp.data.dataset import load_cases
 
     data = OmegaConf.to_container(config.dataset, resolve=True)
     dataset = DatasetConfig.model_validate(data)
-    ids = [case.id for case in load_cases(dataset.cases, "off")]
-    return [i for i in ids if i in set(dataset.only)] if dataset.only else ids
+    cluster_by = str(OmegaConf.select(config, "compare.cluster", default="auto") or "auto")
+    cases = load_cases(dataset.cases, cluster_by)
+    if dataset.only:
+        cases = [case for case in cases if case.id in set(dataset.only)]
+    return [case.id for case in cases], {case.id: case.cluster or case.id for case in cases}

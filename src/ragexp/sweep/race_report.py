@@ -58,7 +58,10 @@ class RaceRecord:
     jobs: list[str]
     race: Race
     order: list[str]
-    """The golden set's case ids in their order: round r runs its first r × ``batch``."""
+    """The golden set's case ids in their order: round r runs its first r × ``batch``, and
+    then up to the end of the last cluster it started (`boundary`)."""
+    clusters: dict[str, str] = field(default_factory=dict)
+    """Each case's cluster (``compare.cluster``): the cases the race moves together."""
     rounds: list[RoundRecord] = field(default_factory=list)
     seen: int = 0
     unpaired: int = 0
@@ -66,6 +69,26 @@ class RaceRecord:
     stop: str | None = None
     returns: list[Any] = field(default_factory=list)
     """The launcher's returns, round by round (what `Sweeper.sweep` returns)."""
+
+    def boundary(self, cases: int) -> int:
+        """The cases a round that wants the first ``cases`` runs: more, up to the last case of
+        every cluster those start, so no cluster is split between rounds (the confidence
+        sequences take a cluster whole, in one batch); the budget caps it (a cluster the cap
+        cuts enters in part, in the race's last batch)."""
+        cap = len(self.order) if self.max_cases is None else min(self.max_cases, len(self.order))
+        last: dict[str, int] = {}
+        for index, case in enumerate(self.order):
+            last[self.clusters.get(case, case)] = index + 1
+        end = min(cases, cap)
+        index = 0
+        while index < end:
+            end = max(end, min(last[self.clusters.get(self.order[index], self.order[index])], cap))
+            index += 1
+        return end
+
+    def n_clusters(self) -> int:
+        """The clusters among the cases the race has taken."""
+        return len({self.clusters.get(c, c) for c in self.order[: self.seen]})
 
     def job_cases(self) -> int:
         """Cases run, summed over jobs: what the race asked of the configurations."""
@@ -87,6 +110,8 @@ class RaceRecord:
             "max_cases": self.max_cases,
             "max_rounds": self.max_rounds,
             "golden_set": len(self.order),
+            "clusters": self.n_clusters(),
+            "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
             "configurations": self.jobs,
             "rounds": [
                 {
