@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from ragexp.stats.sequential import difference_sequence
-from tests.cli_run import OLLAMA_MODELS, run_ragexp
+from tests.cli_run import OLLAMA_MODELS, mlflow_runs, mlflow_traces, run_ragexp
 from tests.ollama_server import FakeOllama
-from tests.results.test_files import mlflow_client
 from tests.sweep.race_world import hit, make_cases, skill_service
 
 N_CASES = 60
@@ -209,21 +208,47 @@ def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
     assert sum(asks.values()) == 2 * BATCH
 
 
-def test_mlflow_tags_the_dropped_configurations_last_run(tmp_path: Path) -> None:
-    _, sweep, _ = _race(tmp_path, "bad,good", mlflow=True)
+def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path: Path) -> None:
+    """Rounds run untracked; the final pass logs one run per configuration under the sweep's
+    parent, on every case it raced on, tagged with how its race went, and asks neither the
+    system nor the judge anything new."""
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        _, sweep, asks = _race(
+            tmp_path, "bad,good", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
+            "compare.metric=hit_rate", mlflow=True, env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        chats = [json.dumps(r.body, sort_keys=True) for r in server.requests_to("/api/chat")]
     race = json.loads((sweep / "race.json").read_text())
+    assert sum(asks.values()) == race["job_cases"] and set(asks.values()) == {1}
+    assert len(chats) == len(set(chats)) == len({case for case, _ in asks})
     drop = next(d for entry in race["rounds"] for d in entry["dropped"])
-    client = mlflow_client(tmp_path)
-    jobs = {
-        label: json.loads((sweep / str(i) / "job.json").read_text())["mlflow_run_id"]
+    runs = mlflow_runs(tmp_path)
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(runs) == 1 + len(children) and len(children) == len(race["configurations"]) == 2
+    by_label = {
+        label: client_run
         for i, label in enumerate(race["configurations"])
+        for client_run in children
+        if client_run.info.run_id
+        == json.loads((sweep / str(i) / "job.json").read_text())["mlflow_run_id"]
     }
-    dropped = client.get_run(jobs["skill=bad"]).data.tags
-    assert dropped["ragexp.race.dropped_round"] == str(drop["round"])
-    assert dropped["ragexp.race.interval"].startswith(f"[{drop['lower']:.4f}, ")
-    survived = client.get_run(jobs["skill=good"]).data.tags
-    assert survived["ragexp.race.survived"] == str(len(race["rounds"]))
-    assert "ragexp.race.dropped_round" not in survived
+    dropped, survived = by_label["skill=bad"], by_label["skill=good"]
+    assert dropped.data.metrics["n_cases"] == drop["cases"]
+    assert survived.data.metrics["n_cases"] == race["rounds"][-1]["cases"]
+    assert dropped.data.tags["ragexp.race.dropped_round"] == str(drop["round"])
+    assert dropped.data.tags["ragexp.race.interval"].startswith(f"[{drop['lower']:.4f}, ")
+    assert survived.data.tags["ragexp.race.survived"] == str(len(race["rounds"]))
+    assert "ragexp.race.dropped_round" not in survived.data.tags
+    for run, label in ((dropped, "skill=bad"), (survived, "skill=good")):
+        assert len(mlflow_traces(tmp_path, run.info.run_id)) == run.data.metrics["n_cases"], label
+    # the final pass resumed each configuration's last round (answers reused even for a system
+    # ragexp cannot cache)
+    last_round = {"skill=bad": drop["round"], "skill=good": len(race["rounds"])}
+    for i, label in enumerate(race["configurations"]):
+        overrides = (sweep / str(i) / ".hydra" / "overrides.yaml").read_text()
+        assert f"run.resume='sweep/race/round-{last_round[label]}/{i}'" in overrides
+        assert "tracking.enabled=false" not in overrides
 
 
 def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_path: Path) -> None:

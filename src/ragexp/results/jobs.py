@@ -56,7 +56,7 @@ class JobResult:
 
 RACE_DIR = "race"
 """Where a racing sweep (`ragexp.sweep.race`) keeps its rounds' runs, under the sweep dir: not
-jobs of the sweep (each configuration's last run is copied to the sweep dir's own folders)."""
+jobs of the sweep (each configuration's final, tracked job runs in the sweep dir's own folders)."""
 
 
 def read_jobs(sweep_dir: Path) -> list[JobResult]:

@@ -12,9 +12,17 @@ free, so no case is paid twice. Only the round's new cases enter the race.
 
 The race stops when one configuration remains, when every surviving pair is within
 ``compare.effect`` (`Race.decided`), after ``rounds`` rounds or ``max_cases`` cases, or when the
-golden set (or ``dataset.limit``) is exhausted. Each configuration's last run is then copied to
-``<sweep dir>/<job>``, where the sweep's summary (`ragexp.sweep.callback.SweepCallback`) reads
-it, and ``race.json`` and ``race.md`` say how the race went (`ragexp.sweep.race_report`)."""
+golden set (or ``dataset.limit``) is exhausted. Cases that share a document (``compare.cluster``)
+move together: a round runs on to the last case of every cluster it started (`RaceRecord.boundary`),
+and the sequences take each cluster whole.
+
+The rounds run with ``tracking.enabled=false``. Once the race is over, one final job per
+configuration runs through the same launcher in ``<sweep dir>/<job>``, tracked as the sweep says:
+``dataset.limit`` = the cases it raced on and ``run.resume=<its last round>``, so the system is
+asked nothing again and every LLM call comes from the cache. MLflow thus holds one child run per
+configuration, with all its cases, under the sweep's parent; the sweep's summary
+(`ragexp.sweep.callback.SweepCallback`) reads these jobs, and ``race.json`` and ``race.md`` say
+how the race went (`ragexp.sweep.race_report`, which also tags the runs)."""
 
 from __future__ import annotations
 
@@ -60,6 +68,7 @@ class RaceSweeper(Sweeper):
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.launcher: Launcher | None = None
+        self._job_idx = 0
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
@@ -87,11 +96,15 @@ class RaceSweeper(Sweeper):
         if len(jobs) < 2:  # nothing to race: one ordinary run
             return [self.launcher.launch(jobs, initial_job_idx=0)]
         record = self._record(jobs, [_label(job, swept) for job in jobs])
-        finals = self._race(jobs, sweep_dir, record)
-        for index, final in finals.items():  # the summary reads each configuration's last run
-            target = sweep_dir / str(index)
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(final, target)
+        last, reached = self._race(jobs, sweep_dir, record)
+        final = [  # one tracked job per configuration, on its cases, all answered already
+            [*jobs[i], f"dataset.limit={reached[i]}", f"run.resume='{last[i]}'",
+             f"hydra.sweep.subdir={i}"]
+            for i in range(len(jobs))
+        ]  # fmt: skip
+        for i in range(len(jobs)):
+            shutil.rmtree(sweep_dir / str(i), ignore_errors=True)
+        record.returns.append(self.launcher.launch(final, initial_job_idx=self._job_idx))
         write_race(sweep_dir, record)
         tag_runs(self.config, sweep_dir, record)
         return record.returns
@@ -113,12 +126,15 @@ class RaceSweeper(Sweeper):
             race=race, order=order, clusters=clusters,
         )  # fmt: skip
 
-    def _race(self, jobs: list[list[str]], sweep_dir: Path, record: RaceRecord) -> dict[int, Path]:
-        """Run the rounds; returns each configuration's last run dir."""
+    def _race(
+        self, jobs: list[list[str]], sweep_dir: Path, record: RaceRecord
+    ) -> tuple[dict[int, Path], dict[int, int]]:
+        """Run the rounds, untracked; returns each configuration's last run dir and the cases
+        it ran there."""
         assert self.launcher is not None
         race = record.race
         last: dict[int, Path] = {}
-        job_idx = 0
+        reached: dict[int, int] = {}
         while record.stop is None:
             number = race.rounds + 1
             limit = record.boundary(number * self.batch)
@@ -126,17 +142,21 @@ class RaceSweeper(Sweeper):
             batch = []
             for i in alive:
                 subdir = f"{RACE_DIR}/round-{number}/{i}"
-                extra = [f"dataset.limit={limit}", f"hydra.sweep.subdir={subdir}"]
+                extra = [
+                    f"dataset.limit={limit}", f"hydra.sweep.subdir={subdir}",
+                    "tracking.enabled=false",
+                ]  # fmt: skip
                 if i in last:
                     extra.append(f"run.resume='{last[i]}'")
                 batch.append([*jobs[i], *extra])
-            returns = self.launcher.launch(batch, initial_job_idx=job_idx)
-            job_idx += len(batch)
+            returns = self.launcher.launch(batch, initial_job_idx=self._job_idx)
+            self._job_idx += len(batch)
             record.returns.append(returns)
             for i in alive:
                 last[i] = sweep_dir / RACE_DIR / f"round-{number}" / str(i)
+                reached[i] = limit
             record.stop = self._step(record, {record.jobs[i]: last[i] for i in alive}, limit)
-        return last
+        return last, reached
 
     def _step(self, record: RaceRecord, dirs: dict[str, Path], limit: int) -> str | None:
         """Take one round's new cases into the race; returns why the race stops, if it does."""

@@ -1,7 +1,7 @@
 """What a racing sweep (`ragexp.sweep.race`) leaves: ``race.json`` and ``race.md`` in the sweep
 dir (every round: its cases so far, its survivors, who it dropped and the interval that dropped
-them), and MLflow tags on each configuration's last run (``ragexp.race.dropped_round`` and
-``ragexp.race.interval`` on a dropped one)."""
+them), and MLflow tags on each configuration's final run (``ragexp.race.dropped_round`` and
+``ragexp.race.interval`` on a dropped one, ``ragexp.race.survived`` on a survivor)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def write_race(sweep_dir: Path, record: RaceRecord) -> None:
 
 
 def tag_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
-    """Tag each configuration's last MLflow run (copied to ``<sweep dir>/<job>``): a dropped
+    """Tag each configuration's final MLflow run (the job in ``<sweep dir>/<job>``): a dropped
     one with its round and interval, a survivor with ``ragexp.race.survived``."""
     from ragexp.sweep.callback import sweep_settings
 
