@@ -283,3 +283,18 @@ def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_pa
         )
         assert got["upper"] - got["lower"] > naive.interval()[1] - naive.interval()[0]
     assert set(asks.values()) == {1}
+
+
+def test_a_round_runs_on_to_the_last_case_of_every_cluster_it_started() -> None:
+    from ragexp.stats.race import Race
+    from ragexp.sweep.race_report import RaceRecord
+
+    order = ["a1", "b1", "a2", "c1", "d1", "c2", "e1", "e2"]
+    clusters = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "c2": "C", "d1": "D", "e1": "E"}
+    record = RaceRecord(
+        metric="m", effect=0.0, alpha=0.05, batch=2, max_cases=None, max_rounds=None,
+        jobs=["x", "y"], race=Race(["x", "y"]), order=order, clusters=clusters,
+    )  # fmt: skip
+    assert [record.boundary(n) for n in range(1, 9)] == [3, 3, 3, 6, 6, 6, 7, 8]
+    record.max_cases = 5  # the budget cuts cluster C: its first case enters, in the last round
+    assert [record.boundary(n) for n in (1, 4, 9)] == [3, 5, 5]
