@@ -54,10 +54,18 @@ class JobResult:
         return m.calibrated.mean if m and m.calibrated else None
 
 
+RACE_DIR = "race"
+"""Where a racing sweep (`ragexp.sweep.race`) keeps its rounds' runs, under the sweep dir: not
+jobs of the sweep (each configuration's final, tracked job runs in the sweep dir's own folders)."""
+
+
 def read_jobs(sweep_dir: Path) -> list[JobResult]:
-    """Every job folder under ``sweep_dir`` (one holding ``job.json``), in job order."""
+    """Every job folder under ``sweep_dir`` (one holding ``job.json``; a race's rounds left out),
+    in job order."""
     jobs = []
     for path in sorted(sweep_dir.rglob(JOB_FILE), key=lambda p: _natural(p.parent, sweep_dir)):
+        if path.relative_to(sweep_dir).parts[0] == RACE_DIR:
+            continue
         record = JobRecord.read(path.parent)
         if record is None:
             continue

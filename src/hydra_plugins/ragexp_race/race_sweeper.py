@@ -1,0 +1,37 @@
+"""Registers ragexp's racing sweeper in Hydra's ConfigStore (group ``hydra/sweeper``, name
+``race``), as Hydra's own BasicSweeper registers ``basic``. The sweeper is
+`ragexp.sweep.race.RaceSweeper`, subclassed here because Hydra instantiates only plugin classes
+defined in the ``hydra_plugins`` package; docs/sweeps.md describes it.
+
+No ``from __future__ import annotations``: Hydra imports this module outside ``sys.modules``,
+where a dataclass cannot resolve string annotations."""
+
+from dataclasses import dataclass
+
+from hydra.core.config_store import ConfigStore
+
+from ragexp.sweep import race
+
+
+@dataclass
+class RaceSweeperConf:
+    _target_: str = "hydra_plugins.ragexp_race.race_sweeper.RaceSweeper"
+    batch: int = 20
+    """Cases added per round."""
+    rounds: int | None = None
+    """At most this many rounds (None: until decided or the golden set is exhausted)."""
+    max_cases: int | None = None
+    """At most this many cases per job (None: the whole golden set, or ``dataset.limit``)."""
+    alpha: float = 0.05
+    """The race's error, split over every pair of configurations (Bonferroni)."""
+    params: dict[str, str] | None = None
+    """Swept values from the config, as BasicSweeper's ``hydra.sweeper.params``."""
+
+
+ConfigStore.instance().store(
+    group="hydra/sweeper", name="race", node=RaceSweeperConf, provider="ragexp"
+)
+
+
+class RaceSweeper(race.RaceSweeper):
+    """`ragexp.sweep.race.RaceSweeper`, where Hydra looks for plugins."""

@@ -1,0 +1,227 @@
+"""The racing sweeper (``hydra/sweeper=race``, issue 39): the sweep's configurations run in
+rounds on the same growing prefix of the golden set, and a configuration is dropped once the
+race's confidence sequences (`ragexp.stats.race.Race`) show another better than it by more
+than ``compare.effect``.
+
+Round r runs every surviving configuration with ``dataset.limit`` = r × ``batch`` (the first
+cases of the golden set, in its order: the same cases for every job, so differences stay
+paired) through the configured launcher, in ``<sweep dir>/race/round-<r>/<job>``. A round after
+the first passes ``run.resume=<the job's previous round>``: the system's answers to the earlier
+cases are reused, and ragexp's LLM call cache makes the generator's and judge's calls on them
+free, so no case is paid twice. Only the round's new cases enter the race.
+
+The race stops when one configuration remains, when every surviving pair is within
+``compare.effect`` (`Race.decided`), after ``rounds`` rounds or ``max_cases`` cases, or when the
+golden set (or ``dataset.limit``) is exhausted. Cases that share a document (``compare.cluster``)
+move together: a round runs on to the last case of every cluster it started (`RaceRecord.boundary`),
+and the sequences take each cluster whole.
+
+The rounds run with ``tracking.enabled=false``. Once the race is over, one final job per
+configuration runs through the same launcher in ``<sweep dir>/<job>``, tracked as the sweep says:
+``dataset.limit`` = the cases it raced on and ``run.resume=<its last round>``, so the system is
+asked nothing again and every LLM call comes from the cache. MLflow thus holds one child run per
+configuration, with all its cases, under the sweep's parent; the sweep's summary
+(`ragexp.sweep.callback.SweepCallback`) reads these jobs, and ``race.json`` and ``race.md`` say
+how the race went (`ragexp.sweep.race_report`, which also tags the runs)."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from ragexp.errors import ConfigError
+from ragexp.results.files import CASES_FILE, read_cases
+from ragexp.results.jobs import RACE_DIR, job_label
+from ragexp.stats import ALPHA
+from ragexp.stats.race import Race
+from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_runs, write_race
+
+
+class RaceSweeper(Sweeper):
+    """Hydra's sweeper interface (`setup`, `sweep`), racing the configurations of the
+    command line's sweep (the cartesian product of its ``a=1,2`` values, as BasicSweeper)."""
+
+    def __init__(
+        self,
+        batch: int = 20,
+        rounds: int | None = None,
+        max_cases: int | None = None,
+        alpha: float = ALPHA,
+        params: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        if batch < 1:
+            raise ConfigError(f"hydra.sweeper.batch={batch}: a round adds at least one case")
+        self.batch = batch
+        self.rounds = rounds
+        self.max_cases = max_cases
+        self.alpha = alpha
+        self.params = dict(params or {})
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+        self.launcher: Launcher | None = None
+        self._job_idx = 0
+
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None
+        assert self.hydra_context is not None
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        parsed = parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + arguments)
+        jobs = BasicSweeper.split_arguments(parsed, None)[0]
+        swept = {o.get_key_element() for o in parsed if o.is_sweep_override()}
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        if len(jobs) < 2:  # nothing to race: one ordinary run
+            return [self.launcher.launch(jobs, initial_job_idx=0)]
+        record = self._record(jobs, [_label(job, swept) for job in jobs])
+        last, reached = self._race(jobs, sweep_dir, record)
+        final = [  # one tracked job per configuration, on its cases, all answered already
+            [*jobs[i], f"dataset.limit={reached[i]}", f"run.resume='{last[i]}'",
+             f"hydra.sweep.subdir={i}"]
+            for i in range(len(jobs))
+        ]  # fmt: skip
+        for i in range(len(jobs)):
+            shutil.rmtree(sweep_dir / str(i), ignore_errors=True)
+        record.returns.append(self.launcher.launch(final, initial_job_idx=self._job_idx))
+        write_race(sweep_dir, record)
+        tag_runs(self.config, sweep_dir, record)
+        return record.returns
+
+    def _record(self, jobs: list[list[str]], labels: list[str]) -> RaceRecord:
+        assert self.config is not None
+        metrics = list(OmegaConf.select(self.config, "metrics", default=None) or [])
+        chosen = OmegaConf.select(self.config, "compare.metric", default=None)
+        metric = chosen or (metrics[0] if metrics else "")
+        effect = float(OmegaConf.select(self.config, "compare.effect", default=0.0) or 0.0)
+        limit = OmegaConf.select(self.config, "dataset.limit", default=None)
+        caps = [c for c in (self.max_cases, limit) if c is not None]
+        order, clusters = _case_order(self.config)
+        largest = max(Counter(clusters.values()).values(), default=1)
+        race = Race(labels, effect=effect, alpha=self.alpha, max_cluster_size=largest)
+        return RaceRecord(
+            metric=metric, effect=effect, alpha=self.alpha, batch=self.batch,
+            max_cases=min(caps) if caps else None, max_rounds=self.rounds, jobs=labels,
+            race=race, order=order, clusters=clusters,
+        )  # fmt: skip
+
+    def _race(
+        self, jobs: list[list[str]], sweep_dir: Path, record: RaceRecord
+    ) -> tuple[dict[int, Path], dict[int, int]]:
+        """Run the rounds, untracked; returns each configuration's last run dir and the cases
+        it ran there."""
+        assert self.launcher is not None
+        race = record.race
+        last: dict[int, Path] = {}
+        reached: dict[int, int] = {}
+        while record.stop is None:
+            number = race.rounds + 1
+            limit = record.boundary(number * self.batch)
+            alive = [i for i, label in enumerate(record.jobs) if label in race.survivors]
+            batch = []
+            for i in alive:
+                subdir = f"{RACE_DIR}/round-{number}/{i}"
+                extra = [
+                    f"dataset.limit={limit}", f"hydra.sweep.subdir={subdir}",
+                    "tracking.enabled=false",
+                ]  # fmt: skip
+                if i in last:
+                    extra.append(f"run.resume='{last[i]}'")
+                batch.append([*jobs[i], *extra])
+            returns = self.launcher.launch(batch, initial_job_idx=self._job_idx)
+            self._job_idx += len(batch)
+            record.returns.append(returns)
+            for i in alive:
+                last[i] = sweep_dir / RACE_DIR / f"round-{number}" / str(i)
+                reached[i] = limit
+            record.stop = self._step(record, {record.jobs[i]: last[i] for i in alive}, limit)
+        return last, reached
+
+    def _step(self, record: RaceRecord, dirs: dict[str, Path], limit: int) -> str | None:
+        """Take one round's new cases into the race; returns why the race stops, if it does."""
+        race = record.race
+        scores = {job: _scores(path, record.metric) for job, path in dirs.items()}
+        seen = min(limit, len(record.order))
+        batch = record.order[record.seen : seen]
+        new = [c for c in batch if all(c in s for s in scores.values())]
+        record.unpaired += len(batch) - len(new)
+        record.seen = seen
+        if new:
+            clusters = [record.clusters[c] for c in new]
+            drops = race.update({job: [scores[job][c] for c in new] for job in dirs}, clusters)
+            record.rounds.append(RoundRecord.of(race, drops, seen, list(dirs)))
+        if len(race.survivors) == 1:
+            return "one configuration remains"
+        if race.decided():
+            return f"every remaining pair is within compare.effect={record.effect}"
+        if seen >= len(record.order):
+            return f"the golden set is exhausted ({seen} cases)"
+        if record.max_cases is not None and seen >= record.max_cases:
+            return f"the budget of {record.max_cases} cases is reached"
+        if record.max_rounds is not None and race.rounds >= record.max_rounds:
+            return f"the budget of {record.max_rounds} rounds is reached"
+        return None
+
+
+def _label(job: list[str], swept: set[str]) -> str:
+    """A configuration's name: its swept values, as the sweep's summary names its jobs."""
+    values = {}
+    for override in job:
+        key, _, value = override.partition("=")
+        if key in swept:
+            values[key.lstrip("+~")] = value
+    return job_label(values)
+
+
+def _scores(run_dir: Path, metric: str) -> dict[str, float]:
+    """Each case's score on ``metric`` in a job's ``cases.jsonl`` (cases it could not score
+    left out)."""
+    path = run_dir / CASES_FILE
+    if not path.is_file():
+        raise ConfigError(
+            f"race: the job in {run_dir} left no {CASES_FILE} (it failed: see its ragexp.log)"
+        )
+    scores = {}
+    for case in read_cases(path, strict=False):
+        result = case.metrics.get(metric)
+        if result is not None and result.score is not None:
+            scores[case.case_id] = result.score
+    return scores
+
+
+def _case_order(config: DictConfig) -> tuple[list[str], dict[str, str]]:
+    """The ids of the golden set's cases in its order, as a job loads them (``dataset.only``
+    kept, ``dataset.limit`` left to the race's budget), and each one's cluster as the job
+    records it (``compare.cluster``: by default its first relevant document; its own id when
+    it has none)."""
+    from ragexp.config.schema import DatasetConfig
+    from ragexp.data.dataset import load_cases
+
+    data = OmegaConf.to_container(config.dataset, resolve=True)
+    dataset = DatasetConfig.model_validate(data)
+    cluster_by = str(OmegaConf.select(config, "compare.cluster", default="auto") or "auto")
+    cases = load_cases(dataset.cases, cluster_by)
+    if dataset.only:
+        cases = [case for case in cases if case.id in set(dataset.only)]
+    return [case.id for case in cases], {case.id: case.cluster or case.id for case in cases}

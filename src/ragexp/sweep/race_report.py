@@ -1,0 +1,215 @@
+"""What a racing sweep (`ragexp.sweep.race`) leaves: ``race.json`` and ``race.md`` in the sweep
+dir (every round: its cases so far, its survivors, who it dropped and the interval that dropped
+them), and MLflow tags on each configuration's final run (``ragexp.race.dropped_round`` and
+``ragexp.race.interval`` on a dropped one, ``ragexp.race.survived`` on a survivor)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from ragexp.errors import first_line
+from ragexp.results.files import JobRecord, strict_json
+from ragexp.stats.race import Drop, Race
+
+RACE_JSON = "race.json"
+RACE_MD = "race.md"
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    round: int
+    cases: int
+    """Cases of the golden set run so far (the paired ones are ``paired``)."""
+    paired: int
+    """Cases the race has taken so far: those every surviving job scored."""
+    jobs: int
+    """Jobs this round ran (its survivors at its start)."""
+    survivors: list[str]
+    dropped: list[Drop]
+    means: dict[str, float | None]
+    intervals: list[tuple[str, str, float, float]]
+    """For each pair (a, b) of the jobs this round ran: the interval of b − a after it."""
+
+    @classmethod
+    def of(cls, race: Race, drops: Sequence[Drop], cases: int, ran: Sequence[str]) -> RoundRecord:
+        means = {job: race.mean(job) for job in race.jobs}
+        intervals = [(a, b, *race.interval(a, b)) for a, b in itertools.combinations(ran, 2)]
+        return cls(
+            race.rounds, cases, race.cases, len(ran), race.survivors, list(drops), means,
+            intervals,
+        )  # fmt: skip
+
+
+@dataclass
+class RaceRecord:
+    metric: str
+    effect: float
+    alpha: float
+    batch: int
+    max_cases: int | None
+    max_rounds: int | None
+    jobs: list[str]
+    race: Race
+    order: list[str]
+    """The golden set's case ids in their order: round r runs its first r × ``batch``, and
+    then up to the end of the last cluster it started (`boundary`)."""
+    clusters: dict[str, str] = field(default_factory=dict)
+    """Each case's cluster (``compare.cluster``): the cases the race moves together."""
+    rounds: list[RoundRecord] = field(default_factory=list)
+    seen: int = 0
+    unpaired: int = 0
+    """Cases left out of the race because some surviving job could not score them."""
+    stop: str | None = None
+    returns: list[Any] = field(default_factory=list)
+    """The launcher's returns, round by round (what `Sweeper.sweep` returns)."""
+
+    def boundary(self, cases: int) -> int:
+        """The cases a round that wants the first ``cases`` runs: more, up to the last case of
+        every cluster those start, so no cluster is split between rounds (the confidence
+        sequences take a cluster whole, in one batch); the budget caps it (a cluster the cap
+        cuts enters in part, in the race's last batch)."""
+        cap = len(self.order) if self.max_cases is None else min(self.max_cases, len(self.order))
+        last: dict[str, int] = {}
+        for index, case in enumerate(self.order):
+            last[self.clusters.get(case, case)] = index + 1
+        end = min(cases, cap)
+        index = 0
+        while index < end:
+            end = max(end, min(last[self.clusters.get(self.order[index], self.order[index])], cap))
+            index += 1
+        return end
+
+    def n_clusters(self) -> int:
+        """The clusters among the cases the race has taken."""
+        return len({self.clusters.get(c, c) for c in self.order[: self.seen]})
+
+    def job_cases(self) -> int:
+        """Cases run, summed over jobs: what the race asked of the configurations."""
+        previous = 0
+        total = 0
+        for record in self.rounds:
+            total += record.jobs * (record.cases - previous)
+            previous = record.cases
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        race = self.race
+        return {
+            "metric": self.metric,
+            "effect": self.effect,
+            "alpha": self.alpha,
+            "pair_alpha": race.pair_alpha,
+            "batch": self.batch,
+            "max_cases": self.max_cases,
+            "max_rounds": self.max_rounds,
+            "golden_set": len(self.order),
+            "clusters": self.n_clusters(),
+            "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
+            "configurations": self.jobs,
+            "rounds": [
+                {
+                    "round": r.round,
+                    "cases": r.cases,
+                    "paired": r.paired,
+                    "jobs": r.jobs,
+                    "survivors": r.survivors,
+                    "dropped": [_drop(d) for d in r.dropped],
+                    "means": r.means,
+                    "intervals": [
+                        {"a": a, "b": b, "lower": lo, "upper": hi} for a, b, lo, hi in r.intervals
+                    ],
+                }
+                for r in self.rounds
+            ],
+            "stopped": self.stop,
+            "survivors": race.survivors,
+            "leader": race.leader() if race.rounds else None,
+            "unpaired_cases": self.unpaired,
+            "job_cases": self.job_cases(),
+            "full_sweep_cases": len(self.jobs) * self.seen_cap(),
+        }
+
+    def seen_cap(self) -> int:
+        """The cases each job of an ordinary sweep would run (the golden set, or the budget)."""
+        cap = len(self.order)
+        return min(cap, self.max_cases) if self.max_cases is not None else cap
+
+
+def _drop(drop: Drop) -> dict[str, Any]:
+    return {
+        "job": drop.job, "round": drop.round, "cases": drop.cases, "rival": drop.rival,
+        "lower": drop.lower, "upper": drop.upper,
+    }  # fmt: skip
+
+
+def render_markdown(record: RaceRecord) -> str:
+    race = record.race
+    lines = [
+        f"# Race on {record.metric}",
+        "",
+        f"A configuration is dropped once another is better than it by more than "
+        f"compare.effect={record.effect} on {record.metric}: the confidence sequence of their "
+        f"paired difference lies above it (each pair at α={race.pair_alpha:.4g}, Bonferroni "
+        f"over the {len(record.jobs)} configurations' pairs for α={record.alpha}).",
+        "",
+        "| round | cases so far | survivors | dropped (rival − dropped: interval) |",
+        "|---|---|---|---|",
+    ]
+    for r in record.rounds:
+        dropped = "; ".join(
+            f"{d.job} (by {d.rival}: [{d.lower:.3f}, {d.upper:.3f}])" for d in r.dropped
+        )
+        lines.append(f"| {r.round} | {r.paired} | {', '.join(r.survivors)} | {dropped or '–'} |")
+    lines += [
+        "",
+        f"Stopped: {record.stop}. Survivors: {', '.join(race.survivors)}"
+        + (f"; leader: {race.leader()}" if race.rounds else "")
+        + ".",
+        f"Cases run over all jobs: {record.job_cases()} (an ordinary sweep: "
+        f"{len(record.jobs) * record.seen_cap()}).",
+    ]
+    if record.unpaired:
+        lines.append(f"{record.unpaired} cases left out: a surviving job could not score them.")
+    return "\n".join(lines) + "\n"
+
+
+def write_race(sweep_dir: Path, record: RaceRecord) -> None:
+    (sweep_dir / RACE_JSON).write_text(strict_json(record.to_json()), encoding="utf-8")
+    markdown = render_markdown(record)
+    (sweep_dir / RACE_MD).write_text(markdown, encoding="utf-8")
+    print(markdown, file=sys.stderr, end="")
+
+
+def tag_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
+    """Tag each configuration's final MLflow run (the job in ``<sweep dir>/<job>``): a dropped
+    one with its round and interval, a survivor with ``ragexp.race.survived``."""
+    from ragexp.sweep.callback import sweep_settings
+
+    settings = sweep_settings(config)
+    if not settings.tracking.enabled:
+        return
+    drops = {d.job: d for d in record.race.dropped}
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(settings.tracking.uri())
+        for index, job in enumerate(record.jobs):
+            run = JobRecord.read(sweep_dir / str(index))
+            if run is None or not run.mlflow_run_id:
+                continue
+            drop = drops.get(job)
+            if drop is None:
+                client.set_tag(run.mlflow_run_id, "ragexp.race.survived", str(record.race.rounds))
+                continue
+            client.set_tag(run.mlflow_run_id, "ragexp.race.dropped_round", str(drop.round))
+            interval = f"[{drop.lower:.4f}, {drop.upper:.4f}] by {drop.rival}"
+            client.set_tag(run.mlflow_run_id, "ragexp.race.interval", interval)
+    except Exception as exc:  # the race's files are written whatever MLflow says
+        print(f"ragexp: warning: the race's MLflow tags: {first_line(exc)}", file=sys.stderr)
