@@ -258,12 +258,14 @@ def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_pa
     share = 3
     _, sweep, asks = _race(tmp_path, "half,good", share=share)
     race = json.loads((sweep / "race.json").read_text())
-    wanted = [r * BATCH for r in range(1, len(race["rounds"]) + 1)]
-    boundaries = [-(-w // share) * share for w in wanted]  # up to the end of the last document
+    boundaries, seen = [], 0
+    for _ in race["rounds"]:  # BATCH more than seen, up to the end of the last document
+        seen = -(-(seen + BATCH) // share) * share
+        boundaries.append(seen)
     assert (
         [r["cases"] for r in race["rounds"]]
         == boundaries
-        == [12, 21, 30, 42, 51, 60][: len(race["rounds"])]
+        == [12, 24, 36, 48, 60][: len(race["rounds"])]
     )
     assert race["clusters"] == boundaries[-1] // share
     assert race["max_cluster_size"] == share
@@ -298,3 +300,28 @@ def test_a_round_runs_on_to_the_last_case_of_every_cluster_it_started() -> None:
     assert [record.boundary(n) for n in range(1, 9)] == [3, 3, 3, 6, 6, 6, 7, 8]
     record.max_cases = 5  # the budget cuts cluster C: its first case enters, in the last round
     assert [record.boundary(n) for n in (1, 4, 9)] == [3, 5, 5]
+
+
+def test_a_round_always_takes_new_cases_when_documents_are_scattered(tmp_path: Path) -> None:
+    """Cases 0-9 share their documents with cases 15-24: the first round (10 wanted) runs on to
+    case 25, and 20 wanted would end there too. The next round asks for 10 more than it has
+    seen, so the race moves on (it once launched the same round again, for ever)."""
+    rows = [
+        {"id": f"c{n}", "question": f"Where is fact {n}?",
+         "relevant_docs": [f"d{n - 15 if 15 <= n < 25 else n}.md"]}
+        for n in range(N_CASES)
+    ]  # fmt: skip
+    cases = tmp_path / "cases.jsonl"
+    with skill_service() as service:
+        cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        result = run_ragexp(
+            "system=http", f"system.url={service.url}", "dataset=custom",
+            f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
+            "hydra.sweep.dir=sweep", "hydra/sweeper=race", f"hydra.sweeper.batch={BATCH}",
+            "-m", "system.options.skill=good,half", cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rounds = [r["cases"] for r in json.loads((tmp_path / "sweep/race.json").read_text())["rounds"]]
+    assert rounds[0] == 25
+    assert rounds == sorted(set(rounds))  # every round took new cases
+    assert set(service.asks.values()) == {1}

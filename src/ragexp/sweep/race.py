@@ -3,12 +3,13 @@ rounds on the same growing prefix of the golden set, and a configuration is drop
 race's confidence sequences (`ragexp.stats.race.Race`) show another better than it by more
 than ``compare.effect``.
 
-Round r runs every surviving configuration with ``dataset.limit`` = r × ``batch`` (the first
-cases of the golden set, in its order: the same cases for every job, so differences stay
-paired) through the configured launcher, in ``<sweep dir>/race/round-<r>/<job>``. A round after
-the first passes ``run.resume=<the job's previous round>``: the system's answers to the earlier
-cases are reused, and ragexp's LLM call cache makes the generator's and judge's calls on them
-free, so no case is paid twice. Only the round's new cases enter the race.
+Each round runs every surviving configuration with ``dataset.limit`` = ``batch`` cases more than the
+race has seen, to the end of the clusters they start (the first cases of the golden set, in its
+order: the same cases for every job, so differences stay paired) through the configured launcher, in
+``<sweep dir>/race/round-<r>/<job>``. A round after the first passes ``run.resume=<the job's
+previous round>``: the system's answers to the earlier cases are reused, and ragexp's LLM call cache
+makes the generator's and judge's calls on them free, so no case is paid twice. Only the round's new
+cases enter the race.
 
 The race stops when one configuration remains, when every surviving pair is within
 ``compare.effect`` (`Race.decided`), after ``rounds`` rounds or ``max_cases`` cases, or when the
@@ -135,9 +136,10 @@ class RaceSweeper(Sweeper):
         race = record.race
         last: dict[int, Path] = {}
         reached: dict[int, int] = {}
+        number = 0
         while record.stop is None:
-            number = race.rounds + 1
-            limit = record.boundary(number * self.batch)
+            number += 1
+            limit = record.boundary(record.seen + self.batch)
             alive = [i for i, label in enumerate(record.jobs) if label in race.survivors]
             batch = []
             for i in alive:
