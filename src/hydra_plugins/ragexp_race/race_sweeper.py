@@ -7,10 +7,12 @@ No ``from __future__ import annotations``: Hydra imports this module outside ``s
 where a dataclass cannot resolve string annotations."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
-
-from ragexp.sweep import race
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
 
 
 @dataclass
@@ -33,5 +35,23 @@ ConfigStore.instance().store(
 )
 
 
-class RaceSweeper(race.RaceSweeper):
-    """`ragexp.sweep.race.RaceSweeper`, where Hydra looks for plugins."""
+class RaceSweeper(Sweeper):
+    """`ragexp.sweep.race.RaceSweeper`, where Hydra looks for plugins. Hydra imports every module
+    of ``hydra_plugins`` on each start (``--help`` too): ragexp's race, and numpy with it, is
+    imported only when a race is set up."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__()
+        self.params = params
+        self.race: Any = None
+
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
+        from ragexp.sweep import race
+
+        self.race = race.RaceSweeper(**self.params)
+        self.race.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def sweep(self, arguments: list[str]) -> Any:
+        return self.race.sweep(arguments)

@@ -27,12 +27,14 @@ how the race went (`ragexp.sweep.race_report`, which also tags the runs)."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
@@ -85,11 +87,9 @@ class RaceSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         parsed = parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + arguments)
-        jobs = BasicSweeper.split_arguments(parsed, None)[0]
+        jobs = _configurations(parsed)
         swept = {o.get_key_element() for o in parsed if o.is_sweep_override()}
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -184,6 +184,24 @@ class RaceSweeper(Sweeper):
         if record.max_rounds is not None and race.rounds >= record.max_rounds:
             return f"the budget of {record.max_rounds} rounds is reached"
         return None
+
+
+def _configurations(overrides: list[Override]) -> list[list[str]]:
+    """Every configuration of the command line's sweep, as Hydra's basic sweeper makes them:
+    the cartesian product of each swept key's values (``a=1,2``, ``range(1,4)``), fixed keys as
+    typed."""
+    lists: list[list[str]] = []
+    for override in overrides:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            lists.append([f"{key}={override.get_value_element_as_str()}"])
+        elif override.is_discrete_sweep():
+            lists.append([f"{key}={value}" for value in override.sweep_string_iterator()])
+        else:
+            raise ConfigError(
+                f"{override.input_line}: a race sweeps lists and ranges of values, not an interval"
+            )
+    return [list(job) for job in itertools.product(*lists)]
 
 
 def _label(job: list[str], swept: set[str]) -> str:
