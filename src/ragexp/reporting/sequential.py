@@ -3,9 +3,7 @@ terminal's last lines and report.md's section; none for the fixed design."""
 
 from __future__ import annotations
 
-from ragexp.results.sequential import SequentialOutcome
-
-ANYTIME = "anytime-valid confidence sequence"
+from ragexp.results.sequential import ANYTIME, SequentialOutcome
 
 
 def _stopped(outcome: SequentialOutcome) -> str:

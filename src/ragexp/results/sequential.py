@@ -8,6 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+ANYTIME = "anytime-valid confidence sequence"
+"""What every view calls the sequences' intervals."""
+
 StopReason = Literal["decided", "precise", "budget", "exhausted", "interrupted"]
 
 

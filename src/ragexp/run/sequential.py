@@ -24,9 +24,9 @@ from ragexp.config.schema import RunConfig
 from ragexp.data.dataset import Case
 from ragexp.errors import RagexpWarning
 from ragexp.results.case import CaseResult
-from ragexp.results.sequential import SequenceInterval, SequentialOutcome, StopReason
+from ragexp.results.sequential import ANYTIME, SequenceInterval, SequentialOutcome, StopReason
 from ragexp.results.summary import GateVerdict
-from ragexp.stats.paired import WORST, outcome
+from ragexp.stats.paired import outcome, paired_delta
 from ragexp.stats.sequential import (
     ConfidenceSequence,
     difference_sequence,
@@ -37,8 +37,6 @@ from ragexp.stats.sequential import (
 from ragexp.stats.sequential import (
     GateVerdict as Verdict,
 )
-
-ANYTIME = "anytime-valid confidence sequence"
 
 
 def seeded_batches(cases: Sequence[Case], seed: int, batch: int) -> list[list[Case]]:
@@ -102,17 +100,10 @@ class SequentialDesign:
             difference.sequence.update([d for _, d in pairs], [_cluster(c) for c, _ in pairs])
 
     def _delta(self, case: CaseResult, metric: str) -> float | None:
-        """This run − baseline on one case; a side that failed scores `WORST` (a failure
-        counts against its arm); None when unpaired, unscored or failed on both sides."""
+        """This run − baseline on one case, paired as every comparison pairs them (a side that
+        failed scores `WORST`); None when unpaired, unscored or failed on both sides."""
         base = self.baseline.get(case.case_id)
-        if base is None:
-            return None
-        this, that = outcome(case, metric), outcome(base, metric)
-        if this is None or that is None or this == that == "failed":
-            return None
-        a = WORST if that == "failed" else that[0]
-        b = WORST if this == "failed" else this[0]
-        return float(b - a)
+        return None if base is None else paired_delta(base, case, metric)
 
     def gate(self) -> Verdict | None:
         """The not-worse-than gate from its sequences: ``failed`` when any metric is,

@@ -230,6 +230,14 @@ def _pairs(name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]) -
     return pairing
 
 
+def paired_delta(a: CaseResult, b: CaseResult, name: str) -> float | None:
+    """B − A on one case of metric ``name``, paired as `compare_cases` pairs them (a side that
+    failed scored `WORST`); None when the case is not a pair (unscored on a side, or failed on
+    both)."""
+    pairs = _pairs(name, [a], {b.case_id: b}).pairs
+    return pairs[0][2] - pairs[0][1] if pairs else None
+
+
 def _side(found: Outcome, case_id: str, failed: set[str]) -> tuple[float, str | None]:
     """One side of a pair: its score and label, or `WORST` (noted in ``failed``)."""
     if found == "failed":
