@@ -49,6 +49,15 @@ class Dataset:
 def load_dataset(config: DatasetConfig, cluster_by: str = "auto") -> Dataset:
     """The corpus and the golden set; each case's cluster as ``compare.cluster`` says."""
     documents = {} if config.corpus is None else load_corpus(config.corpus)
+    cases = selected_cases(config, cluster_by)
+    if documents:
+        _warn_unknown_relevant_docs(cases, documents, config.cases)
+    return Dataset(config.name, documents, cases)
+
+
+def selected_cases(config: DatasetConfig, cluster_by: str = "auto") -> list[Case]:
+    """The golden set's cases a run takes, in its order: those of ``dataset.only`` (each id
+    must exist), the first ``dataset.limit`` of them."""
     cases = load_cases(config.cases, cluster_by)
     if config.only:
         known = {c.id for c in cases}
@@ -60,9 +69,7 @@ def load_dataset(config: DatasetConfig, cluster_by: str = "auto") -> Dataset:
         cases = [c for c in cases if c.id in set(config.only)]
     if config.limit is not None:
         cases = cases[: config.limit]
-    if documents:
-        _warn_unknown_relevant_docs(cases, documents, config.cases)
-    return Dataset(config.name, documents, cases)
+    return cases
 
 
 def _warn_unknown_relevant_docs(cases: list[Case], documents: dict[str, str], path: Path) -> None:

@@ -236,12 +236,10 @@ def _case_order(config: DictConfig) -> tuple[list[str], dict[str, str]]:
     records it (``compare.cluster``: by default its first relevant document; its own id when
     it has none)."""
     from ragexp.config.schema import DatasetConfig
-    from ragexp.data.dataset import load_cases
+    from ragexp.data.dataset import selected_cases
 
     data = OmegaConf.to_container(config.dataset, resolve=True)
-    dataset = DatasetConfig.model_validate(data)
+    dataset = DatasetConfig.model_validate(data).model_copy(update={"limit": None})
     cluster_by = str(OmegaConf.select(config, "compare.cluster", default="auto") or "auto")
-    cases = load_cases(dataset.cases, cluster_by)
-    if dataset.only:
-        cases = [case for case in cases if case.id in set(dataset.only)]
+    cases = selected_cases(dataset, cluster_by)
     return [case.id for case in cases], {case.id: case.cluster or case.id for case in cases}
