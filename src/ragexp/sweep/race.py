@@ -45,7 +45,7 @@ from ragexp.results.files import CASES_FILE, read_cases
 from ragexp.results.jobs import RACE_DIR, job_label
 from ragexp.stats import ALPHA
 from ragexp.stats.race import Race
-from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_runs, write_race
+from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_race_runs, write_race
 
 
 class RaceSweeper(Sweeper):
@@ -107,7 +107,7 @@ class RaceSweeper(Sweeper):
             shutil.rmtree(sweep_dir / str(i), ignore_errors=True)
         record.returns.append(self.launcher.launch(final, initial_job_idx=self._job_idx))
         write_race(sweep_dir, record)
-        tag_runs(self.config, sweep_dir, record)
+        tag_race_runs(self.config, sweep_dir, record)
         return record.returns
 
     def _record(self, jobs: list[list[str]], labels: list[str]) -> RaceRecord:

@@ -14,9 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from ragexp.errors import first_line
 from ragexp.results.files import JobRecord, strict_json
 from ragexp.stats.race import Drop, Race
+from ragexp.tracking.tags import tag_runs
 
 RACE_JSON = "race.json"
 RACE_MD = "race.md"
@@ -187,7 +187,7 @@ def write_race(sweep_dir: Path, record: RaceRecord) -> None:
     print(markdown, file=sys.stderr, end="")
 
 
-def tag_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
+def tag_race_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
     """Tag each configuration's final MLflow run (the job in ``<sweep dir>/<job>``): a dropped
     one with its round and interval, a survivor with ``ragexp.race.survived``."""
     from ragexp.sweep.callback import sweep_settings
@@ -196,20 +196,20 @@ def tag_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
     if not settings.tracking.enabled:
         return
     drops = {d.job: d for d in record.race.dropped}
-    try:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(settings.tracking.uri())
-        for index, job in enumerate(record.jobs):
-            run = JobRecord.read(sweep_dir / str(index))
-            if run is None or not run.mlflow_run_id:
-                continue
-            drop = drops.get(job)
-            if drop is None:
-                client.set_tag(run.mlflow_run_id, "ragexp.race.survived", str(record.race.rounds))
-                continue
-            client.set_tag(run.mlflow_run_id, "ragexp.race.dropped_round", str(drop.round))
-            interval = f"[{drop.lower:.4f}, {drop.upper:.4f}] by {drop.rival}"
-            client.set_tag(run.mlflow_run_id, "ragexp.race.interval", interval)
-    except Exception as exc:  # the race's files are written whatever MLflow says
-        print(f"ragexp: warning: the race's MLflow tags: {first_line(exc)}", file=sys.stderr)
+    tags: dict[str, dict[str, str]] = {}
+    for index, job in enumerate(record.jobs):
+        run = JobRecord.read(sweep_dir / str(index))
+        if run is None or not run.mlflow_run_id:
+            continue
+        drop = drops.get(job)
+        tags[run.mlflow_run_id] = (
+            {"ragexp.race.survived": str(record.race.rounds)}
+            if drop is None
+            else {
+                "ragexp.race.dropped_round": str(drop.round),
+                "ragexp.race.interval": f"[{drop.lower:.4f}, {drop.upper:.4f}] by {drop.rival}",
+            }
+        )
+    refused = tag_runs(settings.tracking.uri(), tags)
+    if refused is not None:  # the race's files are written whatever MLflow says
+        print(f"ragexp: warning: the race's MLflow tags: {refused}", file=sys.stderr)
