@@ -147,6 +147,12 @@ class MetricResult(_Model):
     judgement when ``judge.repeats`` > 1)."""
     human: list[AppliedLabel] = Field(default_factory=list)
     """People's labels of this answer, when the run was given some (``labels=...``)."""
+    parts: dict[str, float | None] = Field(default_factory=dict)
+    """Named sub-scores of this case, each in [0, 1] or None (not computable here), when the
+    metric measures several things at once (``diagnostics``: ``claim_recall``,
+    ``context_utilisation``...; `ragexp.results.diagnostics.PARTS`). Each part gets its own mean
+    and interval in summary.json, its own MLflow metric (``<metric>/<part>``) and its own paired
+    difference in ``compare``; ``score`` stays the metric's one headline number."""
     details: dict[str, Any] | None = None
     """What a metric found beyond its label, as plain JSON, when it says more (None for most).
     ``faithfulness_claims``: ``claims``, a list of ``{"claim", "supported" (true, false, or
