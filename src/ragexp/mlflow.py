@@ -36,6 +36,7 @@ from ragexp.metrics.interface import (
     Judge,
     Metric,
     Sample,
+    cache_identity,
     judge_variants,
     reply_tokens,
     resolve_options,
@@ -258,9 +259,10 @@ class _Runner:
             endpoint = self._judges.get(settings)
             if endpoint is None:
                 raise MetricError(f"judge settings {settings!r} are not in judge_variants()")
+            name, version = cache_identity(metric)
             call = await recorded_call(
                 endpoint, [{"role": "user", "content": prompt}], f"judge:{metric.name}",
-                metric=metric.name, metric_version=metric.version, schema=schema,
+                metric=name, metric_version=version, schema=schema,
             )  # fmt: skip
             return call.text
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from ragexp.config.options import check_options, describe_options, dump_options
 from ragexp.errors import ConfigError
-from ragexp.metrics import Judge, Sample, options_model, resolve_options
+from ragexp.metrics import Judge, Sample, cache_identity, options_model, resolve_options
 from ragexp.results import MetricResult
 
 
@@ -94,3 +94,17 @@ def test_describe_options() -> None:
     assert describe_options(AnswerLength.Options) == (
         'max_words (int, default 100), strict (bool, default false), unit (str, default "words")'
     )
+
+
+class Borrower(NoOptions):
+    calls_cached_as = ("lender", "3")
+
+
+class BadBorrower(NoOptions):
+    calls_cached_as = ("lender", "")
+
+
+def test_a_metric_caches_its_calls_under_its_own_name_unless_it_shares_another_s() -> None:
+    assert cache_identity(NoOptions()) == ("plain", "1")
+    assert cache_identity(Borrower()) == ("lender", "3")
+    assert cache_identity(BadBorrower()) == ("plain", "1")

@@ -50,6 +50,14 @@ def run(metric: Returns) -> MetricResult:
         (MetricResult(score=-0.5), "score -0.5 is outside [0, 1]"),
         (MetricResult(score=math.nan), "score nan is not a finite number in [0, 1]"),
         (MetricResult(score=math.inf), "score inf is not a finite number in [0, 1]"),
+        (
+            MetricResult(score=0.5, parts={"a": 0.2, "b": 1.5}),
+            "part 'b' = 1.5 not a finite number in [0, 1]",
+        ),
+        (
+            MetricResult(score=0.5, parts={"a": math.nan, "b": None}),
+            "part 'a' = nan not a finite number in [0, 1]",
+        ),
     ],
 )
 def test_a_bad_result_is_a_recorded_error_naming_the_plugin(value: object, problem: str) -> None:
@@ -66,7 +74,7 @@ def test_a_bad_score_keeps_what_the_metric_said() -> None:
 
 @pytest.mark.parametrize("score", [0.0, 0.25, 1.0, None])
 def test_a_good_result_is_returned_as_is(score: float | None) -> None:
-    given = MetricResult(score=score, label="x")
+    given = MetricResult(score=score, label="x", parts={"a": 0.0, "b": None, "c": 1.0})
     assert run(Returns(given)) is given
     assert check_result(given, "m", OWNER, "c1") is given
 
@@ -102,3 +110,8 @@ def test_the_metric_error_logger_prints_nothing_outside_hydra(
     run(Raises(RuntimeError("boom")))
     out, err = capfd.readouterr()
     assert "boom" not in out + err and "Traceback" not in out + err
+
+
+def test_bad_parts_are_dropped_and_never_reach_a_mean() -> None:
+    result = run(Returns(MetricResult(score=0.5, parts={"a": 0.2, "b": -0.1})))
+    assert result.parts == {}

@@ -140,6 +140,31 @@ class CountsCalls(Protocol):
 
 
 @runtime_checkable
+class SharesCalls(Protocol):
+    """Optional: a metric that asks some of the very calls another metric asks (``diagnostics``
+    asks ``faithfulness_claims``'s extraction and verification of the answer, same prompt,
+    schema and settings) names that metric's name and version: its judge calls are cached under
+    them instead of its own (the cache key holds a judge call's metric name and version), so a
+    run with both makes each shared call once. Its other prompts differ in their text, so they
+    keep entries of their own; such a metric's version still changes with its own prompts."""
+
+    calls_cached_as: tuple[str, str]
+
+
+def cache_identity(metric: Metric) -> tuple[str, str]:
+    """The (name, version) ``metric``'s judge calls are cached under: the ones it names
+    (`SharesCalls`), else its own."""
+    shared = getattr(metric, "calls_cached_as", None)
+    if (
+        isinstance(shared, tuple)
+        and len(shared) == 2
+        and all(isinstance(part, str) and part for part in shared)
+    ):
+        return shared[0], shared[1]
+    return metric.name, metric.version
+
+
+@runtime_checkable
 class NeedsReplyTokens(Protocol):
     """Optional: a metric whose judge reply is short (one label word, one digit) says how many
     tokens it needs, a little slack included; its calls without ``settings`` then ask for at

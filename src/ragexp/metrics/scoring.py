@@ -1,9 +1,10 @@
 """One metric on one case, with the plugin contract enforced on what comes back.
 
 Whatever a metric plugin does, a case gets a `MetricResult`: an exception, a result of another
-type, or a score outside [0, 1] (or NaN, inf) becomes an error recorded on that case, naming the
-plugin, and never a number in the mean. The full traceback goes to the ``ragexp.metric_errors``
-logger, which Hydra's job logging writes to the run's log file (``<run dir>/ragexp.log``) only.
+type, or a score or part outside [0, 1] (or NaN, inf) becomes an error recorded on that case,
+naming the plugin, and never a number in the mean. The full traceback goes to the
+``ragexp.metric_errors`` logger, which Hydra's job logging writes to the run's log file
+(``<run dir>/ragexp.log``) only.
 """
 
 from __future__ import annotations
@@ -49,19 +50,30 @@ async def score_sample(
 
 
 def check_result(value: object, metric: str, owner: str, case_id: str) -> MetricResult:
-    """``value`` when it is a `MetricResult` with a score in [0, 1] or None; otherwise a result
-    carrying the error (a bad score's label and raw text are kept, to see what went wrong)."""
+    """``value`` when it is a `MetricResult` with a score and every part in [0, 1] or None;
+    otherwise a result carrying the error (a bad score's label and raw text are kept, to see
+    what went wrong; bad parts are dropped, all of them)."""
     if not isinstance(value, MetricResult):
         problem = f"score() returned {type(value).__name__}, not a MetricResult"
         kept = MetricResult()
-    elif value.score is not None and not (math.isfinite(value.score) and 0 <= value.score <= 1):
+    elif value.score is not None and not _in_unit(value.score):
         problem = f"score {value.score!r} is outside [0, 1]"
         if not math.isfinite(value.score):
             problem = f"score {value.score!r} is not a finite number in [0, 1]"
         kept = value
+    elif bad := [
+        name for name, part in value.parts.items() if part is not None and not _in_unit(part)
+    ]:
+        problem = ", ".join(f"part {name!r} = {value.parts[name]!r}" for name in bad)
+        problem += " not a finite number in [0, 1]"
+        kept = value.model_copy(update={"parts": {}})
     else:
         return value
     log.error("metric %s of %s on case %s: %s: %r", metric, owner, case_id, problem, value)
     return kept.model_copy(
         update={"score": None, "parse_ok": False, "error": f"MetricError: {problem} [{owner}]"}
     )
+
+
+def _in_unit(value: float) -> bool:
+    return math.isfinite(value) and 0 <= value <= 1

@@ -28,7 +28,7 @@ from ragexp.errors import (
 )
 from ragexp.llm.calls import recorded_call
 from ragexp.llm.endpoint import Endpoint
-from ragexp.metrics.interface import THINK_END_RE, Judge, Metric, Sample
+from ragexp.metrics.interface import THINK_END_RE, Judge, Metric, Sample, cache_identity
 from ragexp.metrics.scoring import score_sample
 from ragexp.results.case import DETAIL_CHARS, CaseResult, Judgement, LLMCall, MetricResult
 from ragexp.run.jury import Ask, Juror, panel_verdict
@@ -269,12 +269,13 @@ async def _call(
     replicate: int = 0,
     schema: Mapping[str, Any] | None = None,
 ) -> LLMCall:
+    name, version = cache_identity(metric) if metric else (None, None)
     return await recorded_call(
         endpoint,
         messages,
         role,
-        metric=metric.name if metric else None,
-        metric_version=metric.version if metric else None,
+        metric=name,
+        metric_version=version,
         replicate=replicate,
         schema=schema,
     )
