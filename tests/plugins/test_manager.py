@@ -58,6 +58,7 @@ def test_builtins_load_first_and_are_ordinary_plugins() -> None:
     assert set(reg.metrics) == {
         "faithfulness",
         "faithfulness_claims",
+        "diagnostics",
         "answer_relevance",
         "hit_rate",
         "mrr",

@@ -39,6 +39,7 @@ from ragexp.systems.interface import SystemSpec
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "ragexp.plugins.builtin.faithfulness",
     "ragexp.plugins.builtin.faithfulness_claims",
+    "ragexp.plugins.builtin.diagnostics",
     "ragexp.plugins.builtin.answer_relevance",
     "ragexp.plugins.builtin.retrieval_metrics",
     "ragexp.plugins.builtin.backends",

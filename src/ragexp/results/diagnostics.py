@@ -68,3 +68,12 @@ cannot use what it was not given."""
 NO_REFERENCE = "no_reference"
 """The label of a case without a ``reference``: only the reference-free parts (faithfulness),
 no cause."""
+
+UNDIAGNOSED = "undiagnosed"
+"""The label of a case with a ``reference`` none of whose claims could be checked (the reference
+gave no claim, or every reply about them broke): no cause, score None."""
+
+REFERENCE_ID = "reference"
+"""The id the reference answer is shown under when answer claims are checked against it."""
+ANSWER_ID = "answer"
+"""The id the answer is shown under when reference claims are checked against it."""
