@@ -250,3 +250,31 @@ def test_a_case_with_several_failures_counts_once_under_its_first() -> None:
         "BackendUnavailable": 1,
     }
     assert summary.failure_examples["metric faithfulness"] == "judge timed out"
+
+
+def test_each_part_gets_its_mean_interval_and_n_as_the_metric_mean_does() -> None:
+    def diag(parts: dict[str, float | None], error: str | None = None) -> MetricResult:
+        return MetricResult(score=0.5, label="fine", parts=parts, error=error)
+
+    cases = [
+        CaseResult(case_id="c1", question="q", cluster="doc.md",
+                   metrics={"d": diag({"recall": 1.0, "precision": 1.0})}),
+        CaseResult(case_id="c2", question="q", cluster="doc.md",
+                   metrics={"d": diag({"recall": 0.5, "precision": 1.0})}),
+        CaseResult(case_id="c3", question="q",
+                   metrics={"d": diag({"recall": None, "precision": 1.0})}),
+        CaseResult(case_id="c4", question="q",
+                   metrics={"d": diag({"recall": 0.0, "precision": 0.0}, error="boom")}),
+    ]  # fmt: skip
+    parts = summarize(cases, ["d"]).metrics["d"].parts
+    assert list(parts) == ["recall", "precision"]
+    assert (parts["recall"].mean, parts["recall"].n) == (0.75, 2)
+    assert (parts["precision"].mean, parts["precision"].n, parts["precision"].n_clusters) == (
+        1.0, 3, 2,
+    )  # fmt: skip
+    # three yes-like 1.0 in two clusters (one of two cases): not narrower than three alone
+    assert parts["precision"].ci_high == 1.0
+    assert parts["precision"].ci_low is not None and parts["precision"].ci_low < 0.025 ** (1 / 3)
+    assert summarize(cases[:1], ["d"]).metrics["d"].parts["precision"].ci_low == pytest.approx(
+        0.025
+    )

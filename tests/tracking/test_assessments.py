@@ -239,3 +239,24 @@ def test_a_persons_label_given_as_its_score_or_a_grade_is_the_label() -> None:
     assert as_label(4.0, None, GRADES) == "4"  # a grade, typed as a number
     assert as_label(2, None, GRADES) == "2"
     assert as_label(0.75, {"label": "4"}, GRADES) == "4"  # ragexp's judge, before
+
+
+def test_a_diagnosis_is_a_feedback_valued_its_cause_naming_the_missing_claims() -> None:
+    from ragexp.plugins.builtin.diagnostics import Diagnostics
+    from ragexp.testing import FakeJudge, make_sample, run_metric
+    from ragexp.tracking.assessments import judge_feedback
+    from tests.plugins.builtin.diagnostics_world import judge_reply
+
+    sample = make_sample(
+        answer="The lake is 3 miles away.",
+        contexts=("The lake is 3 miles away. The lake has no campsites.",),
+        doc_ids=("lake.md",),
+        reference="The lake is 3 miles away. The lake has no campsites.",
+    )
+    [result] = run_metric(Diagnostics(), sample, judge=FakeJudge(judge_reply))
+    feedback = judge_feedback("diagnostics", result, MODEL)
+    assert feedback.value == "generation_dropped"
+    assert feedback.rationale is not None
+    assert "missing from the answer (held by lake.md#0): The lake has no campsites." in (
+        feedback.rationale
+    )

@@ -9,7 +9,7 @@ import pytest
 
 from ragexp.config.secrets import REDACTED
 from ragexp.results import CaseResult, MetricResult
-from ragexp.results.summary import MetricSummary, Summary
+from ragexp.results.summary import MetricSummary, PartSummary, Summary
 from ragexp.tracking.run import (
     RunRecord,
     flatten,
@@ -84,6 +84,22 @@ def test_metric_names_follow_mlflow_genai() -> None:
     assert values["faithfulness/parse_failures"] == 1
     assert "hit_rate/mean" not in values and values["hit_rate/n"] == 0
     assert (values["n_cases"], values["wall_time_s"], values["llm_calls"]) == (3, 1.5, 9)
+
+
+def test_each_part_of_a_metric_is_its_own_mlflow_metric_and_the_causes_their_rates() -> None:
+    record = _record()
+    record.summary.metrics["diagnostics"] = MetricSummary(
+        mean=0.8, ci_low=0.6, ci_high=0.9, n=4, n_unscored=0, parse_failures=0, errors=0,
+        label_counts={"fine": 3, "retrieval_missed": 1},
+        parts={
+            "claim_recall": PartSummary(mean=0.75, ci_low=0.5, ci_high=0.9, n=4),
+            "context_utilisation": PartSummary(mean=None, ci_low=None, ci_high=None, n=0),
+        },
+    )  # fmt: skip
+    values = metric_values(record)
+    assert values["diagnostics/claim_recall"] == 0.75
+    assert "diagnostics/context_utilisation" not in values
+    assert values["diagnostics/rate_retrieval_missed"] == 0.25
 
 
 def test_case_table_has_one_row_per_case() -> None:

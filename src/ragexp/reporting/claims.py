@@ -43,3 +43,40 @@ def _claim_line(row: Mapping[str, Any]) -> str:
         chunk = row.get("chunk")
         return f"supported: {claim}" + (f" ({code(str(chunk))})" if chunk else "")
     return f"**UNSUPPORTED: {claim}**"
+
+
+def diagnosis_lines(case: CaseResult) -> list[str]:
+    """Under a case, for each metric that diagnosed it (``details["reference_claims"]``, as
+    ``diagnostics`` records them): the root cause, every cause that applies, and the reference
+    claims the answer misses with the chunk that held each (or none did); or why there is no
+    diagnosis."""
+    lines: list[str] = []
+    for name, result in case.metrics.items():
+        details = result.details or {}
+        rows = details.get("reference_claims")
+        if not isinstance(rows, list) or result.error:
+            continue
+        if details.get("reason"):
+            lines += [f"**Diagnosis ({text(name)}):** {text(str(details['reason']))}", ""]
+            continue
+        causes = [str(c) for c in details.get("causes") or []]
+        cause = text(str(details.get("cause") or result.label or "–"))
+        also = f" (all that apply: {text(', '.join(causes))})" if len(causes) > 1 else ""
+        lines += [f"**Diagnosis ({text(name)}):** {cause}{also}", ""]
+        missing = [r for r in rows if isinstance(r, Mapping) and r.get("in_answer") is False]
+        if missing:
+            lines += ["Reference claims the answer misses:", ""]
+            lines += [f"- {_missing_line(row)}" for row in missing]
+            lines.append("")
+    return lines
+
+
+def _missing_line(row: Mapping[str, Any]) -> str:
+    claim = text(str(row.get("claim", "")))
+    if row.get("in_context") and row.get("chunk"):
+        return f"{claim} (held by {code(str(row['chunk']))}: the generator dropped it)"
+    if row.get("in_context"):
+        return f"{claim} (in a retrieved chunk: the generator dropped it)"
+    if row.get("in_context") is False:
+        return f"{claim} (in no retrieved chunk: retrieval missed it)"
+    return f"{claim} (unverified against the chunks)"

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from ragexp.config.schema import RunConfig
 from ragexp.config.secrets import redact, secret_values
 from ragexp.reporting.card import card_markdown
-from ragexp.reporting.claims import claims_lines
+from ragexp.reporting.claims import claims_lines, diagnosis_lines
 from ragexp.reporting.gate import gate_markdown
 from ragexp.reporting.jury import jury_markdown
 from ragexp.reporting.markdown import code, one_line, text
+from ragexp.reporting.parts import parts_lines
 from ragexp.reporting.sequential import sequential_markdown
 from ragexp.reporting.wording import (
     answers_phrase,
@@ -198,6 +199,7 @@ def scores_markdown(summary: Summary) -> list[str]:
     failing = [(name, m) for name, m in summary.metrics.items() if m.first_error]
     if failing:
         lines += [""] + [f"- {text(metric_failure_line(name, m))}" for name, m in failing]
+    lines += parts_lines(summary)
     for m in summary.metrics.values():
         if m.reading:
             lines += ["", m.reading]
@@ -280,7 +282,7 @@ def _case_section(case: CaseResult) -> list[str]:
         label = text(shown, cell=True) if shown else "–"
         flag = " (ambiguous)" if m.ambiguous and m.error is None else ""
         lines.append(f"| {name} | {label}{flag} | {score} | {said} |")
-    return [*lines, "", *claims_lines(case)]
+    return [*lines, "", *claims_lines(case), *diagnosis_lines(case)]
 
 
 def _options(options: Mapping[str, object]) -> str:

@@ -26,6 +26,7 @@ from ragexp.results.summary import (
     MetricSource,
     MetricSummary,
     NoiseSummary,
+    PartSummary,
     SettingLeniency,
     Summary,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "MetricSource",
     "MetricSummary",
     "NoiseSummary",
+    "PartSummary",
     "RetrievedChunk",
     "SequenceInterval",
     "SequentialOutcome",

@@ -164,6 +164,23 @@ class LabelsInfo(BaseModel):
     """Labels that matched no answer of this run: counted, never applied."""
 
 
+class PartSummary(BaseModel):
+    """One part of a metric (`MetricResult.parts`, e.g. diagnostics's ``claim_recall``) over a
+    run: its mean and 95% interval as the metric's mean gets them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None
+    """Mean over the cases where the part has a value; None if it has none."""
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    """Cases where the part has a value (a part None on a case, its denominator 0, is left
+    out)."""
+    n_clusters: int | None = None
+    design_effect: float = 1.0
+
+
 class MetricSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -210,6 +227,9 @@ class MetricSummary(BaseModel):
     """With human labels: how the judge's labels compare with people's."""
     jury: JurySummary | None = None
     """With ``judge.panel``: each juror's mean, parse failures and cost, and their agreement."""
+    parts: dict[str, PartSummary] = Field(default_factory=dict)
+    """For a metric with parts (``diagnostics``), each part's mean and interval; the root
+    causes of ``diagnostics`` are its labels, counted in ``label_counts``."""
 
 
 class CallCount(BaseModel):

@@ -1,5 +1,6 @@
 """A run's summary: per metric its mean with a 95% Wilson interval (at n / deff cases, with t at
-G − 1 degrees of freedom when cases share documents), label counts, parse failures, errors and
+G − 1 degrees of freedom when cases share documents) and each of its parts' the same way, label
+counts, parse failures, errors and
 the cases the mean leaves out because they failed, the judge's noise; LLM calls by role; failed
 cases by kind."""
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragexp.results.case import CaseResult
-from ragexp.results.summary import CallCount, Cost, MetricSummary, Summary
+from ragexp.results.summary import CallCount, Cost, MetricSummary, PartSummary, Summary
 from ragexp.stats.clusters import design_effect, effective_n, n_clusters
 from ragexp.stats.compliance import compliance
 from ragexp.stats.intervals import mean_ci
@@ -49,22 +50,15 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         for c in cases
         if (r := c.metrics.get(name)) is not None and r.score is not None and r.error is None
     ]
-    scores = [score for score, _ in scored]
-    clusters = [cluster for _, cluster in scored]
-    deff = design_effect(scores, clusters)
-    low, high = (
-        mean_ci(scores, n_eff=effective_n(len(scores), deff), clusters=n_clusters(clusters))
-        if scores
-        else (None, None)
-    )
+    mean = clustered_mean(scored)
     labels = Counter(r.label for r in results if r.label is not None and r.error is None)
     return MetricSummary(
-        mean=float(np.mean(scores)) if scores else None,
-        ci_low=low,
-        ci_high=high,
-        n=len(scores),
-        n_clusters=n_clusters(clusters),
-        design_effect=deff,
+        mean=mean.mean,
+        ci_low=mean.ci_low,
+        ci_high=mean.ci_high,
+        n=mean.n,
+        n_clusters=mean.n_clusters,
+        design_effect=mean.design_effect,
         n_unscored=sum(1 for r in results if r.score is None and r.error is None),
         label_counts=dict(sorted(labels.items())),
         parse_failures=sum(1 for r in results if not r.parse_ok and r.error is None),
@@ -75,7 +69,41 @@ def metric_summary(cases: Sequence[CaseResult], name: str) -> MetricSummary:
         first_error=next((r.error for r in results if r.error is not None), None),
         noise=judge_noise(results),
         jury=jury_summary(cases, name),
+        parts=part_means(cases, name),
     )
+
+
+def clustered_mean(scored: Sequence[tuple[float, str]]) -> PartSummary:
+    """The mean of (score, cluster) pairs with its 95% interval, clustered when cases share a
+    cluster (the design effect and t at G − 1 degrees of freedom, as `mean_ci` says)."""
+    scores = [score for score, _ in scored]
+    clusters = [cluster for _, cluster in scored]
+    deff = design_effect(scores, clusters)
+    low, high = (
+        mean_ci(scores, n_eff=effective_n(len(scores), deff), clusters=n_clusters(clusters))
+        if scores
+        else (None, None)
+    )
+    return PartSummary(
+        mean=float(np.mean(scores)) if scores else None, ci_low=low, ci_high=high,
+        n=len(scores), n_clusters=n_clusters(clusters), design_effect=deff,
+    )  # fmt: skip
+
+
+def part_means(cases: Sequence[CaseResult], name: str) -> dict[str, PartSummary]:
+    """Each part of metric ``name`` (`MetricResult.parts`) over the cases where it has a value
+    (None: not computable on that case, left out as an unscored case is), the mean's interval
+    as the metric's own; parts in the order the first case that has them names them."""
+    found: dict[str, list[tuple[float, str]]] = {}
+    for case in cases:
+        result = case.metrics.get(name)
+        if result is None or result.error is not None:
+            continue
+        for part, value in result.parts.items():
+            values = found.setdefault(part, [])
+            if value is not None:
+                values.append((value, case.cluster or case.case_id))
+    return {part: clustered_mean(values) for part, values in found.items()}
 
 
 def call_counts(cases: Sequence[CaseResult]) -> dict[str, CallCount]:

@@ -99,7 +99,8 @@ def metric_values(record: RunRecord) -> dict[str, float]:
 def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
     """One metric's MLflow metrics: mean and interval, counts, the judge's compliance (the share
     of its replies exactly as the prompt asked, 0-1), judge noise, the corrected mean and the
-    judge card's kappa and leniency (with human labels), label rates."""
+    judge card's kappa and leniency (with human labels), label rates, each part's mean
+    (``<metric>/<part>``)."""
     values: dict[str, float] = {
         f"{name}/n": m.n, f"{name}/parse_failures": m.parse_failures,
         f"{name}/ambiguous": m.ambiguous, f"{name}/errors": m.errors,
@@ -126,6 +127,9 @@ def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
     labelled = sum(m.label_counts.values())
     for label, count in m.label_counts.items():
         values[f"{name}/rate_{_metric_key(label)}"] = count / labelled
+    for part, summary in m.parts.items():  # diagnostics's claim_recall ...: each part's mean
+        if summary.mean is not None:
+            values[f"{name}/{_metric_key(part)}"] = summary.mean
     return values | _jury_values(name, m)
 
 
