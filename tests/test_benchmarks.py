@@ -103,3 +103,15 @@ def test_the_demo_benchmark_fails_when_the_trees_ran_other_cases_or_calls(
     assert "MISMATCH" in capsys.readouterr().out
     other = run("after", 80, cases=("a", "c"))
     assert demo.report([*same, other], ["before", "after"], ["portable"]) == 1
+
+
+def test_diagnostics_calls_benchmark_measures_six_calls_against_ragcheckers_98() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "diagnostics_calls.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 8 claims a side, 5 chunks: 2 extractions + 4 checks; RAGChecker 2 + 16 x (5 + 1)
+    assert "| 8 | 8 | 5 | 6 | 6 | 98 |" in result.stdout

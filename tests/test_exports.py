@@ -24,7 +24,7 @@ PUBLIC = {
     "Metric", "ReadsMean", "Judge", "Sample", "RegisterMetric", "strip_reasoning", "hookimpl",
     # results and summaries
     "CaseResult", "MetricResult", "Judgement", "LLMCall", "RetrievedChunk", "Summary",
-    "MetricSummary", "NoiseSummary", "CallCount", "MetricSource", "AppliedLabel",
+    "MetricSummary", "NoiseSummary", "PartSummary", "CallCount", "MetricSource", "AppliedLabel",
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
     "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
     "AnswersInfo", "GateOutcome", "GateVerdict", "Compliance", "SequentialOutcome",

@@ -203,6 +203,12 @@ def scores_markdown(summary: Summary) -> list[str]:
     for m in summary.metrics.values():
         if m.reading:
             lines += ["", m.reading]
+    return lines + _corrected(summary)
+
+
+def _corrected(summary: Summary) -> list[str]:
+    """The means corrected with human labels, where there are some."""
+    lines: list[str] = []
     corrected = [(name, m) for name, m in summary.metrics.items() if m.calibrated is not None]
     if corrected:
         lines += [
