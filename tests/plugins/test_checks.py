@@ -124,6 +124,15 @@ async def two_args(self: Any, sample: Any, judge: Any) -> MetricResult:
             f"{LABEL} metric 'm': reply_tokens is an int; the optional capability is a method "
             "`reply_tokens(self, options) -> int | None`",
         ),
+        (
+            {"calls_cached_as": "faithfulness_claims"},
+            f"{LABEL} metric 'm': calls_cached_as is a str; the optional capability is a "
+            "(metric name, version) pair of non-empty strings",
+        ),
+        (
+            {"calls_cached_as": ("faithfulness_claims", "")},
+            f"{LABEL} metric 'm': calls_cached_as is a tuple; ",
+        ),
     ],
 )
 def test_check_metric_names_what_is_wrong(attrs: dict[str, Any], expected: str) -> None:

@@ -138,11 +138,25 @@ def check_metric(metric: object, label: str) -> None:
             f"{label} metric '{name}': reading is {_describe(reading)}; the optional capability "
             "is a method `reading(self, mean, ci_low, ci_high, n) -> str`"
         )
+    _check_shared_calls(metric, name, label)
     tokens = getattr(metric, "reply_tokens", None)
     if tokens is not None and not callable(tokens):
         raise PluginError(
             f"{label} metric '{name}': reply_tokens is {_describe(tokens)}; the optional "
             "capability is a method `reply_tokens(self, options) -> int | None`"
+        )
+
+
+def _check_shared_calls(metric: object, name: str, label: str) -> None:
+    """``calls_cached_as`` (`SharesCalls`), when given, is a (metric name, version) pair."""
+    shared = getattr(metric, "calls_cached_as", None)
+    if shared is not None and not (
+        isinstance(shared, tuple) and len(shared) == 2
+        and all(isinstance(part, str) and part for part in shared)
+    ):  # fmt: skip
+        raise PluginError(
+            f"{label} metric '{name}': calls_cached_as is {_describe(shared)}; the optional "
+            "capability is a (metric name, version) pair of non-empty strings"
         )
 
 
