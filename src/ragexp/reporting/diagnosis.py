@@ -27,8 +27,9 @@ def shown(part: str) -> str:
     return part.replace("_", " ")
 
 
-def _signed(value: float) -> str:
-    return f"{value:+.2f}".replace("-", "−")
+def _signed(value: float, digits: int = 2, minus: str = "−") -> str:
+    """``+0.01``, ``−0.15``: never ``−0.00`` for a difference that rounds to 0."""
+    return f"{round(value, digits) or 0.0:+.{digits}f}".replace("-", minus)
 
 
 def _part(p: PartDifference) -> str:
@@ -96,7 +97,8 @@ def parts_table(d: Diagnosis) -> list[str]:
         known = PARTS.get(p.part)
         lines.append(
             f"| {shown(p.part)} | {p.component or '–'} | {p.mean_a:.3f} | {p.mean_b:.3f} | "
-            f"{p.delta:+.3f} | {p.ci_low:+.3f} – {p.ci_high:+.3f} | {p.n} | {_moved(p)} | "
+            f"{_signed(p.delta, 3, '-')} | {_signed(p.ci_low, 3, '-')} – "
+            f"{_signed(p.ci_high, 3, '-')} | {p.n} | {_moved(p)} | "
             f"{known.meaning if known else '–'} |"
         )
     return lines

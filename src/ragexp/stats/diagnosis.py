@@ -141,6 +141,14 @@ def metrics_with_parts(a: Sequence[CaseResult], b: Sequence[CaseResult]) -> list
     return [n for n in names if n in found[0] and n in found[1]]
 
 
+def diagnose_all(
+    a: Sequence[CaseResult], b: Sequence[CaseResult], metrics: Sequence[str] | None = None
+) -> list[Diagnosis]:
+    """`diagnose` for every metric with parts in both runs (only those among ``metrics`` when
+    given); [] when there is none."""
+    return [diagnose(a, b, m) for m in metrics_with_parts(a, b) if not metrics or m in metrics]
+
+
 def diagnose(a: Sequence[CaseResult], b: Sequence[CaseResult], metric: str) -> Diagnosis:
     """The parts' differences of ``metric`` from A to B, the causes per run, and the rule's
     finding (module docstring)."""
