@@ -17,6 +17,7 @@ from ragexp.results.diagnostics import PARTS
 from ragexp.stats import CONFIDENCE
 from ragexp.stats.diagnosis import NAMED, CauseCounts, Diagnosis, PartDifference
 from ragexp.stats.evidence import MIN_UNITS
+from ragexp.stats.ranking import SweepSummary
 
 NONE_SHOWN = "no component's change is shown by its intervals"
 _ADAPTER: TypeAdapter[Diagnosis] = TypeAdapter(Diagnosis)
@@ -120,14 +121,21 @@ def causes_table(d: Diagnosis, *, markdown: bool) -> list[str]:
 
 
 def section(
-    diagnoses: Sequence[Diagnosis], a: str = "A", b: str = "B", *, markdown: bool, level: int = 2
+    diagnoses: Sequence[Diagnosis],
+    a: str = "A",
+    b: str = "B",
+    *,
+    markdown: bool,
+    level: int = 2,
+    title: str = "Why is B worse? (or better)",
 ) -> list[str]:
-    """ "Why is B worse?": per metric with parts, the sentence, the parts' table, the causes
-    and the rule in one line; nothing when no metric with parts is in both runs."""
+    """The section "Why is B worse?": per metric with parts, the sentence, the parts' table,
+    the causes and the rule in one line; nothing when no metric with parts is in both runs.
+    ``title`` is written as given (escaped by the caller)."""
     if not diagnoses:
         return []
     name: Callable[[str], str] = code if markdown else str
-    lines = ["", f"{'#' * level + ' ' if markdown else ''}Why is B worse? (or better)"]
+    lines = ["", f"{'#' * level + ' ' if markdown else ''}{title}"]
     for d in diagnoses:
         lines += ["", f"{d.metric}: {sentence(d, name(a), name(b))}", ""]
         lines += [f"A = {name(a)}, B = {name(b)}", ""] if (a, b) != ("A", "B") else []
@@ -167,3 +175,25 @@ def to_json(d: Diagnosis, a: str = "A", b: str = "B") -> dict[str, Any]:
 def from_json(data: Mapping[str, Any]) -> Diagnosis:
     """A diagnosis as `to_json` wrote it (a gate's, read back from summary.json)."""
     return _ADAPTER.validate_python(dict(data))
+
+
+def sweep_section(summary: SweepSummary) -> list[str]:
+    """summary.md's "Why jobs differ": each job tested against its reference (the best or the
+    baseline), per metric with parts in both; nothing when no job has one."""
+    lines = []
+    for row in summary.rows:
+        if row.diagnoses and row.reference is not None:
+            title = f"{code(row.job.label)} against {code(row.reference)}"
+            lines += section(row.diagnoses, row.reference, row.job.label, markdown=True,
+                             level=3, title=title)  # fmt: skip
+    return ["", "## Why jobs differ from their reference", *lines] if lines else []
+
+
+def sweep_terminal(summary: SweepSummary) -> list[str]:
+    """One line per job and metric with parts: the sentence."""
+    return [
+        f"why: {d.metric}: {sentence(d, row.reference, row.job.label)}"
+        for row in summary.rows
+        if row.reference is not None
+        for d in row.diagnoses
+    ]
