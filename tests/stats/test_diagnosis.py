@@ -139,7 +139,8 @@ def test_five_pairs_are_too_few_to_name_anything() -> None:
     b = _run({"claim_recall": after, "context_claim_recall": after})
     d = diagnose(a, b, METRIC)
     assert d.parts[1].ci_high == pytest.approx(expected(moves)[2])
-    assert d.parts[1].ci_high < 0  # the interval alone would name retrieval
+    assert d.parts[1].ci_high < 0 and d.parts[1].excludes_zero  # the interval alone would
+    assert d.parts[1].moved is None  # name retrieval, but 5 pairs are too few
     assert (d.finding.direction, d.finding.components) == (None, ())
 
 

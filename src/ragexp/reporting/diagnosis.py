@@ -164,11 +164,11 @@ RULE = (
 
 
 def to_json(d: Diagnosis, a: str = "A", b: str = "B") -> dict[str, Any]:
-    """The diagnosis as plain data: every field, each part's ``moved``, the runs' names and
-    the sentence (names as given, unescaped)."""
+    """The diagnosis as plain data: every field, each part's ``excludes_zero`` and ``moved``,
+    the runs' names and the sentence (names as given, unescaped)."""
     data: dict[str, Any] = _ADAPTER.dump_python(d, mode="json")
     for entry, p in zip(data["parts"], d.parts, strict=True):
-        entry["moved"] = p.moved
+        entry["excludes_zero"], entry["moved"] = p.excludes_zero, p.moved
     return {"a": a, "b": b, "sentence": sentence(d, a, b), **data}
 
 

@@ -35,7 +35,7 @@ are compared and shown, never named.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -77,10 +77,14 @@ class PartDifference:
         return Evidence(self.n, self.n_clusters)
 
     @property
+    def excludes_zero(self) -> bool:
+        return not self.ci_low <= 0 <= self.ci_high
+
+    @property
     def moved(self) -> Direction | None:
         """``worse`` or ``better`` when the interval excludes 0 (at the minimum evidence);
         None when it includes 0, or rests on too few cases."""
-        if not self.evidence.enough or self.ci_low <= 0 <= self.ci_high:
+        if not self.evidence.enough or not self.excludes_zero:
             return None
         return "better" if (self.ci_low > 0) == self.higher_is_better else "worse"
 
@@ -130,7 +134,7 @@ class Diagnosis:
     causes_a: CauseCounts | None = None
     """A's cases per root cause; None when the metric writes no ``details["cause"]``."""
     causes_b: CauseCounts | None = None
-    headline_is_score: bool = field(default=False)
+    headline_is_score: bool = False
     """The headline is the metric's score (no pair had ``claim_recall``)."""
 
 
