@@ -96,3 +96,15 @@ def test_the_json_form_reads_back_as_it_was() -> None:
     assert [p["moved"] for p in data["parts"]] == ["worse", "worse", None]
     assert data["finding"]["components"] == ["retrieval"]
     assert from_json(data) == d
+
+
+def test_parts_that_moved_while_the_headline_did_not_are_said_and_not_named() -> None:
+    same = _part("claim_recall", "overall", 0.01, -0.04, 0.06)
+    d = _diagnosis(same, CONTEXT, USES)
+    assert d.finding.components == ()
+    assert sentence(d) == (
+        "B's claim recall is not shown to differ from A's (+0.01, −0.04 to +0.06); no component "
+        "is named, though context claim recall −0.15, −0.22 to −0.08 moved."
+    )
+    empty = Diagnosis("diagnostics", (), find((), None))
+    assert sentence(empty) == "B and A have no paired case of diagnostics to diagnose."
