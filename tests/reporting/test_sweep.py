@@ -210,3 +210,39 @@ def test_the_method_names_the_interval_used_and_counts_its_tests(n_jobs: int, te
     ) in markdown
     assert "bootstrap" not in markdown
     assert "the 1 tests" not in markdown
+
+
+def _diagnosed_job(top_k: int, cases: list[CaseResult]) -> JobResult:
+    for case in cases:
+        case.metrics["diagnostics"].score = case.metrics["diagnostics"].parts["claim_recall"]
+    swept = {"retriever.top_k": str(top_k)}
+    return JobResult(
+        dir=Path(f"job-{top_k}"), label=job_label(swept), swept=swept, status="finished",
+        summary=summarize(cases, ["diagnostics"]), cases=cases,
+    )  # fmt: skip
+
+
+def test_the_sweep_says_why_each_job_differs_from_its_reference(tmp_path: Path) -> None:
+    from tests.stats.test_diagnosis import FELL, SAME, _pair
+
+    best, worse = _pair(
+        {"claim_recall": FELL, "context_claim_recall": FELL, "context_utilisation": SAME}
+    )
+    jobs = [_diagnosed_job(5, best), _diagnosed_job(1, worse)]
+    summary = summarize_sweep(jobs, "diagnostics", ["retriever.top_k"])
+    reference, tested = summary.rows
+    assert reference.diagnoses == () and len(tested.diagnoses) == 1
+    why = (
+        "top_k=1's claim recall fell 0.30 (0.22–0.38) against top_k=5's: its "
+        "retrieval is worse (context claim recall −0.30, −0.38 to −0.22)"
+    )
+    assert f"why: diagnostics: {why}" in render_terminal(summary, tmp_path)
+    md = render_markdown(summary, "t", plot=False)
+    assert "## Why jobs differ from their reference" in md
+    assert "### `top_k=1` against `top_k=5`" in md
+    assert "| context claim recall | retrieval | 0.500 | 0.200 | -0.300 |" in md
+    data = json.loads(strict_json(to_json(summary)))
+    assert data["jobs"][0]["diagnosis"] == []
+    [diagnosis] = data["jobs"][1]["diagnosis"]
+    assert diagnosis["sentence"].startswith(why)
+    assert diagnosis["finding"]["components"] == ["retrieval"]

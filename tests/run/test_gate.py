@@ -283,3 +283,41 @@ def test_51_equal_cases_over_6_documents_are_not_shown_and_need_documents() -> N
     warning = before_run(gate, cases, [c.case_id for c in cases], METRIC)
     assert warning is not None and "±0.565 at 51 cases" in warning
     assert "needs about 110 documents" in warning
+
+
+def _diagnosed_pair() -> tuple[list[CaseResult], list[CaseResult]]:
+    """A baseline and a run whose ``diagnostics`` score is its claim recall, fallen with its
+    retrieval (`tests.stats.test_diagnosis`'s planted differences)."""
+    from tests.stats.test_diagnosis import FELL, SAME, _pair
+
+    base, run = _pair(
+        {"claim_recall": FELL, "context_claim_recall": FELL, "context_utilisation": SAME}
+    )
+    for case in [*base, *run]:
+        result = case.metrics["diagnostics"]
+        result.score = result.parts["claim_recall"]
+    return base, run
+
+
+def test_a_gate_failed_against_its_baseline_says_why_when_a_metric_has_parts() -> None:
+    base, run = _diagnosed_pair()
+    gate = GateConfig.model_validate({"baseline": "main", "margin": 0.05})
+    outcome = gate_outcome(summarize(run, ["diagnostics"]), run, base, gate, "diagnostics")
+    assert outcome is not None and not outcome.passed
+    [why] = outcome.diagnosis
+    assert (why["a"], why["b"], why["metric"]) == ("main", "this run", "diagnostics")
+    assert why["finding"]["components"] == ["retrieval"]
+    assert why["sentence"].startswith(
+        "this run's claim recall fell 0.30 (0.22–0.38) against main's"
+    )
+    # the same run against itself passes at a wide margin: no diagnosis
+    wide = GateConfig.model_validate({"baseline": "main", "margin": 0.5})
+    passed = gate_outcome(summarize(run, ["diagnostics"]), run, run, wide, "diagnostics")
+    assert passed is not None and passed.passed and passed.diagnosis == []
+
+
+def test_a_failed_threshold_without_a_baseline_has_nothing_to_diagnose_against() -> None:
+    _, run = _diagnosed_pair()
+    gate = GateConfig.model_validate({"diagnostics": 0.9})
+    outcome = gate_outcome(summarize(run, ["diagnostics"]), run, None, gate, "diagnostics")
+    assert outcome is not None and not outcome.passed and outcome.diagnosis == []

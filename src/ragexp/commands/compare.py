@@ -15,6 +15,8 @@ from ragexp.config.tracking import TrackingConfig
 from ragexp.errors import ConfigError, RagexpError, fail
 from ragexp.plugins.manager import registry
 from ragexp.reporting.compare import noise_notes, render, to_json
+from ragexp.reporting.diagnosis import section as diagnosis_section
+from ragexp.reporting.diagnosis import to_json as diagnosis_json
 from ragexp.reporting.pairwise import render as pairwise_render
 from ragexp.reporting.pairwise import to_json as pairwise_json
 from ragexp.reporting.pairwise_human import human_json, human_lines
@@ -28,6 +30,7 @@ from ragexp.run.labels import vocabularies
 from ragexp.run.pairwise import PairwiseJudging, compare_pairwise
 from ragexp.run.provenance import case_version_differences, differences
 from ragexp.stats import ALPHA
+from ragexp.stats.diagnosis import diagnose_all
 from ragexp.stats.pair_calibration import HumanPairwise, human_pairwise
 from ragexp.stats.paired import compare_cases
 from ragexp.stats.pairwise import PairwiseResult
@@ -97,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         cases_a, cases_b = read_cases(run_a.cases_path), read_cases(run_b.cases_path)
         pair_labels = _apply_labels(args, cases_a, cases_b)
         comparisons = compare_cases(cases_a, cases_b, args.metric)
+        diagnoses = diagnose_all(cases_a, cases_b, args.metric)
         pairwise = _pairwise(args, cases_a, cases_b)
         human = _human(pairwise[1], pair_labels, cases_a, cases_b) if pairwise else None
     except RagexpError as exc:
@@ -117,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         for entry in data["metrics"]:
             entry["mde"], entry["cases_needed"] = power[entry["metric"]]
         data.update(effect=args.effect, cost={"a": _dump(costs[0]), "b": _dump(costs[1])})
+        data["diagnosis"] = [diagnosis_json(d, args.a, args.b) for d in diagnoses]
         if pairwise is not None:
             data["pairwise"] = _logged(pairwise, run_b, args.a, tracking.uri())
             if human is not None:
@@ -127,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
         name_a, name_b, comparisons, markdown=args.format == "md", power=power,
         effect=args.effect, costs=costs,
     )  # fmt: skip
+    text += "".join(
+        f"{line}\n"
+        for line in diagnosis_section(diagnoses, args.a, args.b, markdown=args.format == "md")
+    )
     warning = "".join(f"\nWarning: {line}; the difference may come from that.\n" for line in unlike)
     if pairwise is not None:
         judging, result = pairwise

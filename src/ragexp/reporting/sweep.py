@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ragexp.reporting.card import card_markdown, card_terminal, ranking_notes, sweep_card_models
 from ragexp.reporting.cost import cost_section, front_cell, tokens_cell
+from ragexp.reporting.diagnosis import sweep_section, sweep_terminal
 from ragexp.reporting.markdown import code, text
 from ragexp.reporting.plot import COST_PLOT_FILE
 from ragexp.reporting.sweep_jury import jury_section
@@ -80,7 +81,7 @@ def render_terminal(summary: SweepSummary, sweep_dir: Path) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [f"ragexp: sweep summary ({summary.primary}, ranked):"]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines += ["  " + line for line in _notes(summary)]
+    lines += ["  " + line for line in [*_notes(summary), *sweep_terminal(summary)]]
     lines += [
         "  " + card_terminal(card).removeprefix("ragexp: ") for card in sweep_card_models(summary)
     ]
@@ -107,7 +108,7 @@ def render_markdown(summary: SweepSummary, title: str, plot: bool, cost_plot: bo
         lines += ["", "## The judge against people", ""]
         for card in cards:
             lines += card_markdown(card)
-    lines += jury_section(summary) + _stability_section(summary)
+    lines += jury_section(summary) + _stability_section(summary) + sweep_section(summary)
     failed = [row for row in summary.rows if row.job.error]
     if failed:
         lines += ["", "## Jobs that did not finish", ""]

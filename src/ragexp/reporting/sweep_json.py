@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragexp.reporting.card import sweep_card_models
+from ragexp.reporting.diagnosis import to_json as diagnosis_json
 from ragexp.reporting.sweep_jury import sweep_jury_models
 from ragexp.reporting.wording import unreached_line
 from ragexp.stats import ALPHA, CONFIDENCE
@@ -81,4 +82,5 @@ def _row_json(row: Row) -> dict[str, Any]:
         "cost": job.summary.cost.model_dump() if job.summary and job.summary.cost else None,
         "on_front": row.on_front,
         "dominated_by": row.dominated_by,
+        "diagnosis": [diagnosis_json(d, row.reference or "", job.label) for d in row.diagnoses],
     }

@@ -310,6 +310,11 @@ class GateOutcome(BaseModel):
 
     passed: bool
     verdicts: list[GateVerdict]
+    diagnosis: list[dict[str, Any]] = []
+    """When the gate failed against ``gate.baseline``: per metric with parts in both runs
+    (``diagnostics``), why this run differs from the baseline, as
+    `ragexp.reporting.diagnosis.to_json` writes it (the sentence, each part's Δ and interval,
+    the causes); [] otherwise."""
 
     @property
     def failures(self) -> list[str]:

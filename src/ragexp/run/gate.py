@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from ragexp.config.schema import GateConfig, RunConfig
 from ragexp.config.tracking import TrackingConfig
 from ragexp.errors import RagexpWarning
 from ragexp.reporting.compare import failed_phrase
+from ragexp.reporting.diagnosis import to_json as diagnosis_json
 from ragexp.reporting.wording import too_few_units
 from ragexp.results.case import CaseResult
 from ragexp.results.files import read_cases
 from ragexp.results.summary import GateOutcome, GateVerdict, Summary
 from ragexp.run.sequential import sequence_verdicts
+from ragexp.stats.diagnosis import diagnose_all
 from ragexp.stats.evidence import Evidence
 from ragexp.stats.noninferiority import (
     noninferiority_documents,
@@ -267,7 +270,18 @@ def gate_outcome(
             if sequential is not None and sequential.gate is not None
             else noninferiority_verdicts(cases, baseline, gate.margins(primary), gate.baseline)
         )
-    return GateOutcome(passed=all(v.passed for v in verdicts), verdicts=verdicts)
+    passed = all(v.passed for v in verdicts)
+    why = [] if passed else _diagnosis(cases, baseline, gate.baseline)
+    return GateOutcome(passed=passed, verdicts=verdicts, diagnosis=why)
+
+
+def _diagnosis(
+    cases: Sequence[CaseResult], baseline: Sequence[CaseResult] | None, ref: str | None
+) -> list[dict[str, Any]]:
+    """Why a failed run differs from its baseline, per metric with parts in both (JSON)."""
+    if baseline is None or ref is None:
+        return []
+    return [diagnosis_json(d, ref, "this run") for d in diagnose_all(baseline, cases)]
 
 
 def conclude_gate(

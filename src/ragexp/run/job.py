@@ -29,6 +29,7 @@ from ragexp.metrics.interface import read_mean
 from ragexp.metrics.scoring import metric_error_log
 from ragexp.plugins.manager import Registry, registry
 from ragexp.reporting.card import CARD_FILE, cards_document
+from ragexp.reporting.gate import diagnosis_lines
 from ragexp.reporting.report import render_report
 from ragexp.reporting.sequential import sequential_lines
 from ragexp.reporting.terminal import (
@@ -308,6 +309,8 @@ def _said(gate: GateOutcome | None) -> list[str]:
     for verdict in gate.verdicts:
         if verdict.passed:
             print(f"ragexp: gate: {verdict.line}", file=sys.stderr)
+    for line in diagnosis_lines(gate):
+        print(f"ragexp: gate: {line}", file=sys.stderr)
     return gate.failures
 
 

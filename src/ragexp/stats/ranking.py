@@ -24,6 +24,7 @@ from ragexp.stats.agreement import (
 from ragexp.stats.calibration import case_scores, labels_needed
 from ragexp.stats.compliance import compliance
 from ragexp.stats.cost import dominators
+from ragexp.stats.diagnosis import Diagnosis, diagnose_all
 from ragexp.stats.judge_card import CardNumbers, judge_card, labelled_answers
 from ragexp.stats.multiplicity import holm
 from ragexp.stats.paired import WORST, Decision, MetricComparison, compare_cases, decide
@@ -51,6 +52,9 @@ class Row:
     """On the quality-against-cost Pareto front (None: costs not recorded, or no scores)."""
     dominated_by: str | None = None
     """The job that costs no more tokens per case and is better beyond chance."""
+    diagnoses: tuple[Diagnosis, ...] = ()
+    """Why it differs from its reference, per metric with parts in both
+    (`ragexp.stats.diagnosis`)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,7 @@ def _row(
         cases_needed=needed,
         on_front=None if front is None or id(job) not in front else front[id(job)] is None,
         dominated_by=front.get(id(job)) if front is not None else None,
+        diagnoses=tuple(diagnose_all(test.reference.cases, job.cases)) if test else (),
     )
 
 
