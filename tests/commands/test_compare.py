@@ -42,8 +42,8 @@ def test_compare_says_why_b_is_worse_on_the_command_line(tmp_path: Path) -> None
     assert shown.returncode == 0, shown.stderr
     assert "Why is B worse? (or better)" in shown.stdout
     assert (
-        "diagnostics: b's claim recall fell 0.30 (0.22–0.38) against a's: its retrieval is worse "
-        "(context claim recall −0.30, −0.38 to −0.22); its generation is as before (context "
+        "diagnostics: b's claim recall fell 0.30 (0.22–0.38) against a's: b's retrieval is worse "
+        "(context claim recall −0.30, −0.38 to −0.22); generation is as before (context "
         "utilisation +0.00, −0.08 to +0.08)." in shown.stdout
     )
     assert "| retrieval missed | 0 | 12 |" in shown.stdout
@@ -66,7 +66,7 @@ def test_compare_says_it_in_markdown_and_json(
     assert "diagnostics: `b`'s claim recall fell 0.30" in md
     data = json.loads(_compare(capsys, "--format", "json"))
     [diagnosis] = data["diagnosis"]
-    assert diagnosis["finding"]["components"] == ["retrieval"]
+    assert [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]] == [("b", "retrieval")]
     context = diagnosis["parts"][1]
     assert context["part"] == "context_claim_recall" and context["moved"] == "worse"
     delta, low, high = expected(FELL)

@@ -32,8 +32,8 @@ def _diagnosis(*parts: PartDifference, **more: Any) -> Diagnosis:
 def test_the_sentence_names_retrieval_with_its_interval_and_generation_as_before() -> None:
     d = _diagnosis(RECALL, CONTEXT, USES)
     assert sentence(d) == (
-        "B's claim recall fell 0.12 (0.05–0.19) against A's: its retrieval is worse (context "
-        "claim recall −0.15, −0.22 to −0.08); its generation is as before (context utilisation "
+        "B's claim recall fell 0.12 (0.05–0.19) against A's: B's retrieval is worse (context "
+        "claim recall −0.15, −0.22 to −0.08); generation is as before (context utilisation "
         "+0.01, −0.04 to +0.06)."
     )
     assert sentence(d, "main", "pr-12").startswith("pr-12's claim recall fell 0.12 (0.05–0.19) "
@@ -45,21 +45,25 @@ def test_no_component_is_named_when_none_is_shown() -> None:
     d = _diagnosis(RECALL, flat, USES)
     assert sentence(d) == (
         "B's claim recall fell 0.12 (0.05–0.19) against A's: no component's change is shown by "
-        "its intervals; its retrieval is as before (context claim recall −0.03, −0.09 to +0.03); "
-        "its generation is as before (context utilisation +0.01, −0.04 to +0.06)."
+        "its intervals; retrieval is as before (context claim recall −0.03, −0.09 to +0.03); "
+        "generation is as before (context utilisation +0.01, −0.04 to +0.06)."
     )
     same = _part("claim_recall", "overall", 0.01, -0.04, 0.06)
     assert sentence(_diagnosis(same, flat, USES)) == (
-        "B's claim recall is not shown to differ from A's (+0.01, −0.04 to +0.06); no "
-        "component's change is shown by its intervals."
+        "B's claim recall is not shown to differ from A's (+0.01, −0.04 to +0.06): no "
+        "component's change is shown by its intervals; retrieval is as before (context claim "
+        "recall −0.03, −0.09 to +0.03); generation is as before (context utilisation +0.01, "
+        "−0.04 to +0.06)."
     )
 
 
 def test_a_lower_is_better_part_that_rose_makes_generation_worse() -> None:
     invented = _part("hallucination", "generation", 0.10, 0.04, 0.16, hib=False)
     flat = _part("context_claim_recall", "retrieval", -0.03, -0.09, 0.03)
-    assert sentence(_diagnosis(RECALL, flat, invented)).endswith(
-        "its generation is worse (hallucination +0.10, +0.04 to +0.16)."
+    assert sentence(_diagnosis(RECALL, flat, invented)) == (
+        "B's claim recall fell 0.12 (0.05–0.19) against A's: B's generation is worse "
+        "(hallucination +0.10, +0.04 to +0.16); retrieval is as before (context claim recall "
+        "−0.03, −0.09 to +0.03)."
     )
 
 
@@ -94,17 +98,22 @@ def test_the_json_form_reads_back_as_it_was() -> None:
     data = json.loads(json.dumps(to_json(d, "main", "this run")))
     assert data["sentence"] == sentence(d, "main", "this run")
     assert [p["moved"] for p in data["parts"]] == ["worse", "worse", None]
-    assert data["finding"]["components"] == ["retrieval"]
+    assert [(n["worse"], n["component"]) for n in data["finding"]["named"]] == [("b", "retrieval")]
     assert from_json(data) == d
 
 
-def test_parts_that_moved_while_the_headline_did_not_are_said_and_not_named() -> None:
+def test_each_run_is_named_for_its_own_worse_component_with_its_own_difference() -> None:
+    # A's retrieval worse (B's context claim recall higher), B's generation worse: claim recall
+    # does not move; each clause gives the named run minus the other
     same = _part("claim_recall", "overall", 0.01, -0.04, 0.06)
-    d = _diagnosis(same, CONTEXT, USES)
-    assert d.finding.components == ()
-    assert sentence(d) == (
-        "B's claim recall is not shown to differ from A's (+0.01, −0.04 to +0.06); no component "
-        "is named, though context claim recall −0.15, −0.22 to −0.08 moved."
+    found = _part("context_claim_recall", "retrieval", 0.30, 0.20, 0.40)
+    invented = _part("hallucination", "generation", 0.10, 0.04, 0.16, hib=False)
+    d = _diagnosis(same, found, invented)
+    assert d.finding.components == (("b", "generation"), ("a", "retrieval"))
+    assert sentence(d, "retriever-v1", "generator-v2") == (
+        "generator-v2's claim recall is not shown to differ from retriever-v1's (+0.01, −0.04 "
+        "to +0.06): generator-v2's generation is worse (hallucination +0.10, +0.04 to +0.16); "
+        "retriever-v1's retrieval is worse (context claim recall −0.30, −0.40 to −0.20)."
     )
     empty = Diagnosis("diagnostics", (), find((), None))
     assert sentence(empty) == "B and A have no paired case of diagnostics to diagnose."

@@ -233,8 +233,8 @@ def test_the_sweep_says_why_each_job_differs_from_its_reference(tmp_path: Path) 
     reference, tested = summary.rows
     assert reference.diagnoses == () and len(tested.diagnoses) == 1
     why = (
-        "top_k=1's claim recall fell 0.30 (0.22–0.38) against top_k=5's: its "
-        "retrieval is worse (context claim recall −0.30, −0.38 to −0.22)"
+        "top_k=1's claim recall fell 0.30 (0.22–0.38) against top_k=5's: "
+        "top_k=1's retrieval is worse (context claim recall −0.30, −0.38 to −0.22)"
     )
     assert f"why: diagnostics: {why}" in render_terminal(summary, tmp_path)
     md = render_markdown(summary, "t", plot=False)
@@ -245,4 +245,4 @@ def test_the_sweep_says_why_each_job_differs_from_its_reference(tmp_path: Path) 
     assert data["jobs"][0]["diagnosis"] == []
     [diagnosis] = data["jobs"][1]["diagnosis"]
     assert diagnosis["sentence"].startswith(why)
-    assert diagnosis["finding"]["components"] == ["retrieval"]
+    assert [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]] == [("b", "retrieval")]

@@ -81,8 +81,8 @@ def test_retrieval_moved_is_named_with_its_interval_and_generation_is_not() -> N
     # by hand: −0.3 ± 2.069 · √(0.04 / 24) = −0.3 ± 0.0845
     assert (d.parts[1].ci_low, d.parts[1].ci_high) == pytest.approx((-0.3845, -0.2155), abs=1e-4)
     f = d.finding
-    assert (f.direction, f.components) == ("worse", ("retrieval",))
-    assert [p.part for p in f.support] == ["context_claim_recall"]
+    assert (f.direction, f.components) == ("worse", (("b", "retrieval"),))
+    assert [p.part for p in f.named[0].parts] == ["context_claim_recall"]
     assert [p.part for p in f.unmoved] == ["context_utilisation"]
     assert (d.parts[0].mean_a, d.parts[0].mean_b) == pytest.approx((0.5, 0.2))
     assert d.parts[0].n == N and not d.headline_is_score
@@ -94,12 +94,13 @@ def test_generation_moved_reads_lower_is_better_parts_the_right_way() -> None:
          "hallucination": ROSE, "self_knowledge": FELL}
     )  # fmt: skip
     f = diagnose(a, b, METRIC).finding
-    assert f.components == ("generation",)
-    # hallucination rose: worse (lower is better); self-knowledge fell: better, the other way
-    assert [(p.part, p.moved) for p in f.support] == [
+    # hallucination rose: B worse (lower is better); self-knowledge fell: B better, so A's
+    # generation is the worse on that part, and named for A with it
+    assert f.components == (("b", "generation"), ("a", "generation"))
+    assert [(p.part, p.moved) for p in f.named[0].parts] == [
         ("context_utilisation", "worse"), ("hallucination", "worse"),
     ]  # fmt: skip
-    assert [(p.part, p.moved) for p in f.against] == [("self_knowledge", "better")]
+    assert [(p.part, p.moved) for p in f.named[1].parts] == [("self_knowledge", "better")]
     assert [p.part for p in f.unmoved] == ["context_claim_recall"]
 
 
@@ -108,28 +109,40 @@ def test_both_components_are_named_when_both_moved_the_headlines_way() -> None:
         {"claim_recall": FELL, "context_precision": FELL, "noise_sensitivity_irrelevant": ROSE}
     )
     f = diagnose(a, b, METRIC).finding
-    assert f.components == ("retrieval", "generation")
-    assert [p.part for p in f.support] == ["context_precision", "noise_sensitivity_irrelevant"]
+    assert f.components == (("b", "retrieval"), ("b", "generation"))
+    assert [p.part for n in f.named for p in n.parts] == [
+        "context_precision", "noise_sensitivity_irrelevant",
+    ]  # fmt: skip
 
 
 def test_a_rise_names_the_component_that_got_better() -> None:
     a, b = _pair({"claim_recall": ROSE, "context_claim_recall": ROSE, "hallucination": FELL})
     f = diagnose(a, b, METRIC).finding
-    assert (f.direction, f.components) == ("better", ("retrieval", "generation"))
+    # B better on both: A is the worse run on each, and each is named for A
+    assert (f.direction, f.components) == ("better", (("a", "retrieval"), ("a", "generation")))
 
 
 def test_no_component_is_named_when_its_intervals_include_0() -> None:
     # the headline fell, but every part's interval includes 0
     a, b = _pair({"claim_recall": FELL, "context_claim_recall": SAME, "context_utilisation": SAME})
     f = diagnose(a, b, METRIC).finding
-    assert (f.direction, f.components, f.support) == ("worse", (), ())
+    assert (f.direction, f.components, f.named) == ("worse", (), ())
     for p in f.unmoved:
         assert p.ci_low < 0 < p.ci_high
-    # the headline did not move: nothing is named, though retrieval's interval excludes 0
+    # the headline did not move: retrieval, whose interval excludes 0, is named all the same
     a, b = _pair({"claim_recall": SAME, "context_claim_recall": FELL, "context_utilisation": SAME})
     f = diagnose(a, b, METRIC).finding
-    assert (f.direction, f.components) == (None, ())
-    assert [p.part for p in f.against] == ["context_claim_recall"]
+    assert (f.direction, f.components) == (None, (("b", "retrieval"),))
+    assert [p.part for p in f.unmoved] == ["context_utilisation"]
+
+
+def test_two_configurations_failing_differently_are_each_named() -> None:
+    # A's retriever misses (context claim recall lower in A), B's generator invents
+    # (hallucination higher in B): claim recall does not move, each run is named for its own
+    a, b = _pair({"claim_recall": SAME, "context_claim_recall": ROSE, "hallucination": ROSE})
+    f = diagnose(a, b, METRIC).finding
+    assert f.direction is None
+    assert f.components == (("b", "generation"), ("a", "retrieval"))
 
 
 def test_five_pairs_are_too_few_to_name_anything() -> None:
@@ -207,7 +220,7 @@ def test_the_metrics_score_is_the_headline_when_no_case_has_claim_recall() -> No
     assert d.headline_is_score and d.finding.headline is not None
     h = d.finding.headline
     assert (h.part, h.delta, h.ci_low, h.ci_high) == pytest.approx((METRIC, *expected(FELL)))
-    assert (d.finding.direction, d.finding.components) == ("worse", ("generation",))
+    assert (d.finding.direction, d.finding.components) == ("worse", (("b", "generation"),))
 
 
 def test_root_causes_are_counted_per_run_with_no_reference_and_failed_apart() -> None:

@@ -33,18 +33,17 @@ def _signed(value: float, digits: int = 2, minus: str = "−") -> str:
     return f"{round(value, digits) or 0.0:+.{digits}f}".replace("-", minus)
 
 
-def _part(p: PartDifference) -> str:
-    """``context claim recall −0.15, −0.22 to −0.08``."""
-    return f"{shown(p.part)} {_signed(p.delta)}, {_signed(p.ci_low)} to {_signed(p.ci_high)}"
-
-
-def _parts(parts: Sequence[PartDifference]) -> str:
-    return "; ".join(_part(p) for p in parts)
+def _part(p: PartDifference, sign: int = 1) -> str:
+    """``context claim recall −0.15, −0.22 to −0.08``: B − A (``sign`` −1: A − B)."""
+    low, high = sorted((sign * p.ci_low, sign * p.ci_high))
+    return f"{shown(p.part)} {_signed(sign * p.delta)}, {_signed(low)} to {_signed(high)}"
 
 
 def sentence(d: Diagnosis, a: str = "A", b: str = "B") -> str:
-    """The diagnosis in one sentence: how the headline moved, then each component, named only
-    when the rule (`ragexp.stats.diagnosis.find`) names it; ``a``, ``b``: the runs' names."""
+    """The diagnosis in one sentence: how the headline moved, then each component the rule
+    (`ragexp.stats.diagnosis.find`) names, for the run worse on it, with the parts that say so
+    (their differences as that run minus the other), and the components as before; ``a``,
+    ``b``: the runs' names."""
     f, h = d.finding, d.finding.headline
     if h is None:
         return f"{b} and {a} have no paired case of {d.metric} to diagnose."
@@ -54,32 +53,24 @@ def sentence(d: Diagnosis, a: str = "A", b: str = "B") -> str:
             f"{b}'s {what} is not shown to differ from {a}'s ({_signed(h.delta)}, "
             f"{_signed(h.ci_low)} to {_signed(h.ci_high)})"
         )
-        if f.against:
-            return f"{head}; no component is named, though {_parts(f.against)} moved."
-        return f"{head}; {NONE_SHOWN}."
-    fell = h.delta < 0
-    low, high = (-h.ci_high, -h.ci_low) if fell else (h.ci_low, h.ci_high)
-    head = f"{b}'s {what} {'fell' if fell else 'rose'} {abs(h.delta):.2f} ({low:.2f}–{high:.2f})"
-    clauses = [c for c in (_component(d, name) for name in NAMED) if c]
-    if not f.components:
+    else:
+        fell = h.delta < 0
+        low, high = (-h.ci_high, -h.ci_low) if fell else (h.ci_low, h.ci_high)
+        verb = "fell" if fell else "rose"
+        head = f"{b}'s {what} {verb} {abs(h.delta):.2f} ({low:.2f}–{high:.2f}) against {a}'s"
+    clauses = [
+        f"{b if n.worse == 'b' else a}'s {n.component} is worse "
+        f"({'; '.join(_part(p, 1 if n.worse == 'b' else -1) for p in n.parts)})"
+        for n in f.named
+    ]
+    named = {n.component for n in f.named}
+    for component in NAMED:
+        unmoved = [p for p in f.unmoved if p.component == component]
+        if component not in named and unmoved:
+            clauses.append(f"{component} is as before ({_part(unmoved[0])})")
+    if not f.named:
         clauses.insert(0, NONE_SHOWN)
-    return f"{head} against {a}'s: {'; '.join(clauses)}." if clauses else f"{head}."
-
-
-def _component(d: Diagnosis, component: str) -> str:
-    """One component's clause: worse or better with the parts that say so, or as before with
-    its first part."""
-    f = d.finding
-    support = [p for p in f.support if p.component == component]
-    against = [p for p in f.against if p.component == component]
-    unmoved = [p for p in f.unmoved if p.component == component]
-    other = "better" if f.direction == "worse" else "worse"
-    if support:
-        tail = f", though {_parts(against)} moved the other way" if against else ""
-        return f"its {component} is {f.direction} ({_parts(support)}){tail}"
-    if against:
-        return f"its {component} is {other} ({_parts(against)})"
-    return f"its {component} is as before ({_part(unmoved[0])})" if unmoved else ""
+    return f"{head}: {'; '.join(clauses)}."
 
 
 def _moved(p: PartDifference) -> str:
@@ -156,9 +147,9 @@ def section(
 
 RULE = (
     "A part moved when its interval of Δ excludes 0 (over at least "
-    f"{MIN_UNITS} paired cases or documents); a component (retrieval, generation) is named only "
-    "when the headline (claim recall, else the metric's score) moved and one of its parts moved "
-    "the same way. Parts where lower is better (hallucination, noise sensitivity, "
+    f"{MIN_UNITS} paired cases or documents); a component (retrieval, generation) is named for "
+    "a run only when one of its parts moved against that run, with that run's difference from "
+    "the other. Parts where lower is better (hallucination, noise sensitivity, "
     "self-knowledge) moved worse when they rose."
 )
 

@@ -21,11 +21,14 @@ The rule (`find`), decided from intervals only:
    lower is better (hallucination, noise sensitivity, self-knowledge:
    `ragexp.results.diagnostics.PARTS`), and *better* otherwise.
 2. The headline is the part ``claim_recall``; when no pair has it, the metric's own score as
-   `compare` compares it (failed cases scored WORST). It moved by the same test as a part.
-3. When the headline moved, a component (retrieval, generation) is named when at least one of
-   its parts moved in the headline's direction; those parts are its support. Parts of the two
-   components that moved the other way are listed as against, the rest as unmoved.
-4. When the headline did not move, no component is named.
+   `compare` compares it (failed cases scored WORST). It moved by the same test as a part, and
+   is reported either way; it names nothing by itself.
+3. A component (retrieval, generation) is named *for a run* when at least one of its parts
+   moved against that run: B's when a part moved worse, A's when a part moved better (A is then
+   the worse of the two there). So two configurations that fail differently are each named:
+   A's retrieval and B's generation. A component whose parts moved both ways is named for both
+   runs, each with its own parts.
+4. A component with no part that moved is not named; its parts are *unmoved*.
 
 So a component is never named on a part whose interval includes 0, nor below the minimum
 evidence. Parts `ragexp.results.diagnostics.PARTS` does not name belong to no component: they
@@ -103,6 +106,17 @@ class CauseCounts:
 
 
 @dataclass(frozen=True)
+class Named:
+    """A component named for the run that is worse on it (rule 3 of the module docstring)."""
+
+    component: Component
+    worse: Literal["a", "b"]
+    """The run whose component is worse."""
+    parts: tuple[PartDifference, ...]
+    """Its parts that moved against that run."""
+
+
+@dataclass(frozen=True)
 class Finding:
     """What the rule (module docstring) reads from the intervals."""
 
@@ -110,14 +124,15 @@ class Finding:
     """``claim_recall``'s difference, else the metric's score's; None: no paired case."""
     direction: Direction | None
     """The headline's, when it moved."""
-    components: tuple[Component, ...] = ()
-    """The components named: some part of theirs moved in the headline's direction."""
-    support: tuple[PartDifference, ...] = ()
-    """The named components' parts that moved in the headline's direction."""
-    against: tuple[PartDifference, ...] = ()
-    """Retrieval and generation parts that moved the other way."""
+    named: tuple[Named, ...] = ()
+    """The components named, each for the run worse on it (B's first)."""
     unmoved: tuple[PartDifference, ...] = ()
     """Retrieval and generation parts whose intervals include 0 (or too few cases)."""
+
+    @property
+    def components(self) -> tuple[tuple[Literal["a", "b"], Component], ...]:
+        """(run, component) of each component named."""
+        return tuple((n.worse, n.component) for n in self.named)
 
 
 @dataclass(frozen=True)
@@ -227,19 +242,19 @@ def _score_difference(
 
 
 def find(parts: Sequence[PartDifference], headline: PartDifference | None) -> Finding:
-    """The rule of the module docstring: the components named, their support, and the parts
-    that moved the other way or not at all."""
-    direction = headline.moved if headline is not None else None
+    """The rule of the module docstring: the components named, each for the run worse on it,
+    and the parts that did not move."""
     spoken = [p for p in parts if p.component in NAMED]
-    moved = [p for p in spoken if p.moved is not None]
-    support = tuple(p for p in moved if direction is not None and p.moved == direction)
-    components = tuple(c for c in NAMED if any(p.component == c for p in support))
+    named = [
+        Named(component, run, tuple(found))
+        for run, moved in (("b", "worse"), ("a", "better"))
+        for component in NAMED
+        if (found := [p for p in spoken if p.component == component and p.moved == moved])
+    ]
     return Finding(
         headline=headline,
-        direction=direction,
-        components=components,
-        support=support,
-        against=tuple(p for p in moved if p not in support),
+        direction=headline.moved if headline is not None else None,
+        named=tuple(named),
         unmoved=tuple(p for p in spoken if p.moved is None),
     )
 

@@ -22,7 +22,7 @@ from tests.plugins.builtin.diagnostics_world import (
     write_world,
 )
 
-N_CASES = 30
+N_CASES = 80
 WORLD = 3
 JUDGE, EXTRACTOR = "llama3.2:3b", "qwen2.5:7b"
 
@@ -118,3 +118,21 @@ def test_a_judge_only_change_extracts_nothing_again(runs: dict[str, Any]) -> Non
         first[c]["metrics"]["diagnostics"]["parts"] == other[c]["metrics"]["diagnostics"]["parts"]
         for c in first
     )
+
+
+def test_compare_names_retrieval_for_a_and_generation_for_b_with_intervals_excluding_0(
+    runs: dict[str, Any],
+) -> None:
+    world = runs["world"]
+    shown = run_ragexp("compare", "A", "B", "--format", "json", cwd=world)
+    assert shown.returncode == 0, shown.stderr
+    [diagnosis] = json.loads(shown.stdout)["diagnosis"]
+    named = {(n["worse"], n["component"]): n["parts"] for n in diagnosis["finding"]["named"]}
+    assert set(named) == {("a", "retrieval"), ("b", "generation")}
+    for parts in named.values():
+        assert parts and all(p["ci_low"] > 0 or p["ci_high"] < 0 for p in parts)
+    missed = sum(planted(WORLD, "A", i) == "retrieval_missed" for i in range(N_CASES))
+    recall = {p["part"]: p for p in diagnosis["parts"]}["context_claim_recall"]
+    assert recall["delta"] == pytest.approx(missed / N_CASES)  # B − A: B retrieves every fact
+    text = run_ragexp("compare", "A", "B", cwd=world).stdout
+    assert "B's generation is worse (" in text and "A's retrieval is worse (" in text
