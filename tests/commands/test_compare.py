@@ -66,7 +66,8 @@ def test_compare_says_it_in_markdown_and_json(
     assert "diagnostics: `b`'s claim recall fell 0.30" in md
     data = json.loads(_compare(capsys, "--format", "json"))
     [diagnosis] = data["diagnosis"]
-    assert [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]] == [("b", "retrieval")]
+    named = [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]]
+    assert named == [("b", "retrieval")]
     context = diagnosis["parts"][1]
     assert context["part"] == "context_claim_recall" and context["moved"] == "worse"
     delta, low, high = expected(FELL)

@@ -22,8 +22,10 @@ def _failed(baseline: str = "main") -> GateOutcome:
 def test_the_gate_section_says_why_with_the_parts_table() -> None:
     md = "\n".join(gate_markdown(_failed()))
     assert "## Gate: failed" in md and "### Why is B worse? (or better)" in md
-    assert "diagnostics: `this run`'s claim recall fell 0.30 (0.22–0.38) against `main`'s: " \
-           "`this run`'s retrieval is worse (context claim recall −0.30, −0.38 to −0.22)" in md  # fmt: skip
+    assert (
+        "diagnostics: `this run`'s claim recall fell 0.30 (0.22–0.38) against `main`'s: "
+        "`this run`'s retrieval is worse (context claim recall −0.30, −0.38 to −0.22)" in md
+    )
     assert "| context claim recall | retrieval | 0.500 | 0.200 | -0.300 |" in md
 
 

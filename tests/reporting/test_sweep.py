@@ -245,4 +245,5 @@ def test_the_sweep_says_why_each_job_differs_from_its_reference(tmp_path: Path) 
     assert data["jobs"][0]["diagnosis"] == []
     [diagnosis] = data["jobs"][1]["diagnosis"]
     assert diagnosis["sentence"].startswith(why)
-    assert [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]] == [("b", "retrieval")]
+    named = [(n["worse"], n["component"]) for n in diagnosis["finding"]["named"]]
+    assert named == [("b", "retrieval")]

@@ -241,13 +241,17 @@ def _score_difference(
     )  # fmt: skip
 
 
+_AGAINST: tuple[tuple[Literal["a", "b"], Direction], ...] = (("b", "worse"), ("a", "better"))
+"""Which way a part moves against each run: B is worse where it moved worse, A where better."""
+
+
 def find(parts: Sequence[PartDifference], headline: PartDifference | None) -> Finding:
     """The rule of the module docstring: the components named, each for the run worse on it,
     and the parts that did not move."""
     spoken = [p for p in parts if p.component in NAMED]
     named = [
         Named(component, run, tuple(found))
-        for run, moved in (("b", "worse"), ("a", "better"))
+        for run, moved in _AGAINST
         for component in NAMED
         if (found := [p for p in spoken if p.component == component and p.moved == moved])
     ]
