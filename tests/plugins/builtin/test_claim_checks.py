@@ -43,3 +43,16 @@ def test_a_fixed_extractor_is_the_extract_variant_only() -> None:
     variants = claim_variants(ClaimOptions(extractor_model="x:1b", max_tokens=300))
     assert variants == {"extract": {"max_tokens": 300, "model": "x:1b"},
                         "verify": {"max_tokens": 300}}  # fmt: skip
+
+
+def test_claims_copied_from_the_prompts_example_are_left_out_and_the_extraction_is_not_whole() -> (
+    None
+):
+    copied = {"claims": ["The lake is 3 miles from the trailhead.", "Harrow Peak is 2,100 m."]}
+    judge = FakeJudge(json.dumps(copied))
+    claims, complete, _ = asyncio.run(extract_claims(judge, "Harrow Peak is 2,100 m high."))
+    assert (claims, complete) == (["Harrow Peak is 2,100 m."], False)
+    # an answer that says the example's fact keeps it
+    said = "The lake is 3 miles from the trailhead."
+    claims, complete, _ = asyncio.run(extract_claims(FakeJudge(json.dumps(copied)), said))
+    assert (claims, complete) == (copied["claims"], True)

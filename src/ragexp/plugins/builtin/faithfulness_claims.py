@@ -63,8 +63,9 @@ UNVERIFIED = "UNVERIFIED"
 
 class FaithfulnessClaims:
     name = "faithfulness_claims"
-    version = "1"
-    """The version of both prompts, both schemas and the parser."""
+    version = "2"
+    """The version of both prompts, both schemas and the parser (2: claims copied from the
+    prompt's example are left out, `ragexp.plugins.builtin.claim_checks.echoed_example`)."""
     needs_judge = True
     label_scores = SCORES
 
