@@ -15,7 +15,7 @@ import pytest
 from ragexp.stats.sequential import difference_sequence
 from tests.cli_run import OLLAMA_MODELS, mlflow_runs, mlflow_traces, run_ragexp
 from tests.ollama_server import FakeOllama
-from tests.sweep.race_world import hit, make_cases, skill_service
+from tests.sweep.race_world import fails, hit, make_cases, skill_service
 
 N_CASES = 60
 BATCH = 10
@@ -48,6 +48,11 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Any]:
     return _race(tmp_path_factory.mktemp("race3"), "good,half,bad")
 
 
+def score(skill: str, n: int) -> float:
+    """A skill's planted score on case ``c<n>``: its hit, or 0 (the worst) where it fails."""
+    return 0.0 if fails(skill, n) else hit(skill, n)
+
+
 def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
     """The race's rounds, computed here from the planted hit rule: every pair's confidence
     sequence (Bonferroni over the pairs), a skill dropped once a rival's lower bound over it
@@ -59,7 +64,7 @@ def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
     for number in range(1, N_CASES // BATCH + 1):
         batch = range((number - 1) * BATCH, number * BATCH)
         for a, b in itertools.combinations(alive, 2):
-            sequences[(a, b)].update([hit(b, n) - hit(a, n) for n in batch])
+            sequences[(a, b)].update([score(b, n) - score(a, n) for n in batch])
         dropped = {}
         for job in alive:
             for rival in alive:
@@ -325,3 +330,37 @@ def test_a_round_always_takes_new_cases_when_documents_are_scattered(tmp_path: P
     assert rounds[0] == 25
     assert rounds == sorted(set(rounds))  # every round took new cases
     assert set(service.asks.values()) == {1}
+
+
+def test_a_configuration_that_fails_cases_scores_them_worst_and_cannot_win_for_it(
+    tmp_path: Path,
+) -> None:
+    """``crashy`` fails every odd case and hits every other; ``nine`` hits nine cases in ten.
+    Left out, the failed cases would make ``crashy`` the leader (1.0 against 0.8 on the even
+    cases); scored 0 where it failed, as every comparison pairs them, it is 0.5 against 0.9: it
+    is dropped, after the rounds computed here from those planted scores."""
+    _, sweep, _ = _race(tmp_path, "crashy,nine", "run.max_error_rate=1")
+    race = json.loads((sweep / "race.json").read_text())
+    expected = _expected(["crashy", "nine"])
+    assert [r["survivors"] for r in race["rounds"]] == [
+        [f"skill={s}" for s in e["alive"]] for e in expected
+    ]
+    for got, want in zip(race["rounds"], expected, strict=True):
+        assert {d["job"]: (d["rival"], d["lower"], d["upper"]) for d in got["dropped"]} == {
+            f"skill={job}": (f"skill={rival}", pytest.approx(lo), pytest.approx(hi))
+            for job, (rival, lo, hi) in want["drops"].items()
+        }
+        ((lo, hi),) = [(i["lower"], i["upper"]) for i in got["intervals"]]
+        assert (lo, hi) == tuple(pytest.approx(x) for x in want["intervals"][PLANTED_PAIR])
+        assert got["means"] == pytest.approx({"skill=crashy": 0.5, "skill=nine": 0.9})  # failed: 0
+    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 40 cases
+    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.066),
+                                                           pytest.approx(0.666), 40)  # fmt: skip
+    assert race["stopped"] == "one configuration remains"
+    assert race["survivors"] == ["skill=nine"] and race["leader"] == "skill=nine"
+    assert race["failed_cases"] == {"skill=crashy": 20, "skill=nine": 0}  # of the 40 cases
+    assert race["unpaired_cases"] == 0
+    assert "skill=crashy 20." in (sweep / "race.md").read_text()
+
+
+PLANTED_PAIR = ("skill=crashy", "skill=nine")

@@ -44,6 +44,7 @@ from ragexp.errors import ConfigError
 from ragexp.results.files import CASES_FILE, read_cases
 from ragexp.results.jobs import RACE_DIR, job_label
 from ragexp.stats import ALPHA
+from ragexp.stats.paired import Outcome, outcome
 from ragexp.stats.race import Race
 from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_race_runs, write_race
 
@@ -165,13 +166,11 @@ class RaceSweeper(Sweeper):
         race = record.race
         scores = {job: _scores(path, record.metric) for job, path in dirs.items()}
         seen = min(limit, len(record.order))
-        batch = record.order[record.seen : seen]
-        new = [c for c in batch if all(c in s for s in scores.values())]
-        record.unpaired += len(batch) - len(new)
+        new = record.order[record.seen : seen]
         record.seen = seen
         if new:
             clusters = [record.clusters[c] for c in new]
-            drops = race.update({job: [scores[job][c] for c in new] for job in dirs}, clusters)
+            drops = race.update({job: [scores[job].get(c) for c in new] for job in dirs}, clusters)
             record.rounds.append(RoundRecord.of(race, drops, seen, list(dirs)))
         if len(race.survivors) == 1:
             return "one configuration remains"
@@ -214,20 +213,17 @@ def _label(job: list[str], swept: set[str]) -> str:
     return job_label(values)
 
 
-def _scores(run_dir: Path, metric: str) -> dict[str, float]:
-    """Each case's score on ``metric`` in a job's ``cases.jsonl`` (cases it could not score
-    left out)."""
+def _scores(run_dir: Path, metric: str) -> dict[str, Outcome]:
+    """Each case's `ragexp.stats.paired.outcome` on ``metric`` in a job's ``cases.jsonl``: its
+    score, or ``"failed"`` (the race scores it `ragexp.stats.paired.WORST`); cases it has no
+    score for left out."""
     path = run_dir / CASES_FILE
     if not path.is_file():
         raise ConfigError(
             f"race: the job in {run_dir} left no {CASES_FILE} (it failed: see its ragexp.log)"
         )
-    scores = {}
-    for case in read_cases(path, strict=False):
-        result = case.metrics.get(metric)
-        if result is not None and result.score is not None:
-            scores[case.case_id] = result.score
-    return scores
+    found = {case.case_id: outcome(case, metric) for case in read_cases(path, strict=False)}
+    return {case_id: o for case_id, o in found.items() if o is not None}
 
 
 def _case_order(config: DictConfig) -> tuple[list[str], dict[str, str]]:

@@ -26,9 +26,9 @@ RACE_MD = "race.md"
 class RoundRecord:
     round: int
     cases: int
-    """Cases of the golden set run so far (the paired ones are ``paired``)."""
+    """Cases of the golden set run so far."""
     paired: int
-    """Cases the race has taken so far: those every surviving job scored."""
+    """Cases the race has taken so far (a case some job failed on counts, scored 0 there)."""
     jobs: int
     """Jobs this round ran (its survivors at its start)."""
     survivors: list[str]
@@ -64,8 +64,6 @@ class RaceRecord:
     """Each case's cluster (``compare.cluster``): the cases the race moves together."""
     rounds: list[RoundRecord] = field(default_factory=list)
     seen: int = 0
-    unpaired: int = 0
-    """Cases left out of the race because some surviving job could not score them."""
     stop: str | None = None
     returns: list[Any] = field(default_factory=list)
     """The launcher's returns, round by round (what `Sweeper.sweep` returns)."""
@@ -131,7 +129,8 @@ class RaceRecord:
             "stopped": self.stop,
             "survivors": race.survivors,
             "leader": race.leader() if race.rounds else None,
-            "unpaired_cases": self.unpaired,
+            "unpaired_cases": race.unpaired,
+            "failed_cases": race.failed,
             "job_cases": self.job_cases(),
             "full_sweep_cases": len(self.jobs) * self.seen_cap(),
         }
@@ -175,8 +174,18 @@ def render_markdown(record: RaceRecord) -> str:
         f"Cases run over all jobs: {record.job_cases()} (an ordinary sweep: "
         f"{len(record.jobs) * record.seen_cap()}).",
     ]
-    if record.unpaired:
-        lines.append(f"{record.unpaired} cases left out: a surviving job could not score them.")
+    failed = {job: n for job, n in race.failed.items() if n}
+    if failed:
+        lines.append(
+            "Failed cases, scored 0 (the worst) in the configuration that failed: "
+            + ", ".join(f"{job} {n}" for job, n in failed.items())
+            + "."
+        )
+    if race.unpaired:
+        lines.append(
+            f"{race.unpaired} cases left out of some pair: both failed on them, or one had no "
+            "score."
+        )
     return "\n".join(lines) + "\n"
 
 
