@@ -213,6 +213,30 @@ def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
     assert sum(asks.values()) == 2 * BATCH
 
 
+def test_a_budget_of_judge_calls_stops_the_race_once_the_rounds_made_that_many(
+    tmp_path: Path,
+) -> None:
+    """``good`` and ``half`` answer alike, so the judge is asked once per case (the second job's
+    judgement comes from the cache, and so do the earlier rounds' cases): 10 calls a round.
+    A budget of 15 stops the race after round 2, at the 20 calls the judge's server saw."""
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        _, sweep, _ = _race(
+            tmp_path, "good,half", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
+            "hydra.sweeper.max_calls=15", env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        rounds = json.loads((sweep / "race.json").read_text())["rounds"]
+        chats = len(server.requests_to("/api/chat"))
+    race = json.loads((sweep / "race.json").read_text())
+    assert race["stopped"] == "the budget of 15 judge calls is reached"
+    assert [r["cases"] for r in rounds] == [10, 20]
+    assert race["survivors"] == ["skill=good", "skill=half"]  # not yet told apart at 20 cases
+    assert race["judge_calls"] == chats == 20 and race["max_calls"] == 15
+    assert (
+        "Judge calls made: 20 (calls from the cache not counted), of a budget of 15."
+        in (sweep / "race.md").read_text()
+    )
+
+
 def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path: Path) -> None:
     """Rounds run untracked; the final pass logs one run per configuration under the sweep's
     parent, on every case it raced on, tagged with how its race went, and asks neither the
@@ -364,3 +388,14 @@ def test_a_configuration_that_fails_cases_scores_them_worst_and_cannot_win_for_i
 
 
 PLANTED_PAIR = ("skill=crashy", "skill=nine")
+
+
+def test_a_budget_of_calls_below_one_is_refused_and_the_plugin_config_has_it() -> None:
+    from hydra_plugins.ragexp_race.race_sweeper import RaceSweeperConf
+    from ragexp.errors import ConfigError
+    from ragexp.sweep.race import RaceSweeper
+
+    with pytest.raises(ConfigError, match="max_calls=0"):
+        RaceSweeper(max_calls=0)
+    assert RaceSweeperConf().max_calls is None
+    assert RaceSweeper(max_calls=40).max_calls == 40

@@ -64,6 +64,10 @@ class RaceRecord:
     """Each case's cluster (``compare.cluster``): the cases the race moves together."""
     rounds: list[RoundRecord] = field(default_factory=list)
     seen: int = 0
+    max_calls: int | None = None
+    """The budget of judge calls (``hydra.sweeper.max_calls``)."""
+    calls: int = 0
+    """Judge calls the rounds made (cache hits not counted)."""
     stop: str | None = None
     returns: list[Any] = field(default_factory=list)
     """The launcher's returns, round by round (what `Sweeper.sweep` returns)."""
@@ -107,6 +111,7 @@ class RaceRecord:
             "batch": self.batch,
             "max_cases": self.max_cases,
             "max_rounds": self.max_rounds,
+            "max_calls": self.max_calls,
             "golden_set": len(self.order),
             "clusters": self.n_clusters(),
             "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
@@ -132,6 +137,7 @@ class RaceRecord:
             "unpaired_cases": race.unpaired,
             "failed_cases": race.failed,
             "job_cases": self.job_cases(),
+            "judge_calls": self.calls,
             "full_sweep_cases": len(self.jobs) * self.seen_cap(),
         }
 
@@ -172,7 +178,9 @@ def render_markdown(record: RaceRecord) -> str:
         + (f"; leader: {race.leader()}" if race.rounds else "")
         + ".",
         f"Cases run over all jobs: {record.job_cases()} (an ordinary sweep: "
-        f"{len(record.jobs) * record.seen_cap()}).",
+        f"{len(record.jobs) * record.seen_cap()}). Judge calls made: {record.calls} (calls "
+        "from the cache not counted)"
+        + (f", of a budget of {record.max_calls}." if record.max_calls is not None else "."),
     ]
     failed = {job: n for job, n in race.failed.items() if n}
     if failed:
