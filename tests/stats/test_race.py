@@ -161,3 +161,25 @@ def test_each_jobs_mean_has_its_own_sequence_at_alpha_over_the_jobs() -> None:
     alone.update(scores["b"])
     assert race.mean_interval("b") == alone.interval()
     assert race.mean("b") == pytest.approx(float(np.mean(scores["b"])))
+
+
+def test_each_round_records_every_running_jobs_mean_and_interval_until_it_is_dropped() -> None:
+    from ragexp.stats.race import Look
+
+    race = Race(["low", "high"])
+    race.update({"low": [0.0, 0.5, 0.0, 0.5], "high": [1.0, 1.0, 0.5, 1.0]})
+    first_low, first_high = mean_sequence(0.025), mean_sequence(0.025)  # alpha / 2 jobs
+    first_low.update([0.0, 0.5, 0.0, 0.5])
+    first_high.update([1.0, 1.0, 0.5, 1.0])
+    assert race.looks == [
+        Look("low", 1, 4, 0.25, *first_low.interval()),
+        Look("high", 1, 4, 0.875, *first_high.interval()),
+    ]
+    race.update({"low": [0.0] * 200, "high": [1.0] * 200})  # low is dropped in round 2
+    assert [d.job for d in race.dropped] == ["low"]
+    first_low.update([0.0] * 200)
+    assert race.looks[2] == Look("low", 2, 204, pytest.approx(1 / 204), *first_low.interval())
+    high = race.looks[3]
+    assert (high.job, high.round, high.mean) == ("high", 2, pytest.approx(203.5 / 204))
+    race.update({"high": [1.0] * 4})
+    assert [(look.job, look.round, look.cases) for look in race.looks[4:]] == [("high", 3, 208)]

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
-from ragexp.stats.sequential import difference_sequence
+from ragexp.stats.sequential import difference_sequence, mean_sequence
 from tests.cli_run import OLLAMA_MODELS, mlflow_runs, mlflow_traces, run_ragexp
 from tests.ollama_server import FakeOllama
 from tests.sweep.race_world import fails, hit, make_cases, skill_service
@@ -59,12 +60,16 @@ def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
     passes the effect, until one is left or the cases run out."""
     pairs = list(itertools.combinations(skills, 2))
     sequences = {pair: difference_sequence(alpha / len(pairs)) for pair in pairs}
+    means = {skill: mean_sequence(alpha / len(skills)) for skill in skills}
     alive = list(skills)
     rounds = []
     for number in range(1, N_CASES // BATCH + 1):
         batch = range((number - 1) * BATCH, number * BATCH)
         for a, b in itertools.combinations(alive, 2):
             sequences[(a, b)].update([score(b, n) - score(a, n) for n in batch])
+        for skill in alive:
+            means[skill].update([score(skill, n) for n in batch])
+        looks = {f"skill={s}": means[s].interval() for s in alive}
         dropped = {}
         for job in alive:
             for rival in alive:
@@ -85,7 +90,7 @@ def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
         alive = [s for s in alive if s not in dropped]
         rounds.append({
             "round": number, "cases": number * BATCH, "alive": alive, "drops": dropped,
-            "intervals": intervals,
+            "intervals": intervals, "looks": looks,
         })  # fmt: skip
         if len(alive) == 1:
             break
@@ -110,6 +115,10 @@ def test_the_race_sweeper_is_selected_and_the_summary_reads_each_configurations_
     assert "ragexp_race" in multirun  # the sweeper Hydra ran is ragexp's own
     rows = [line for line in (sweep / "race.md").read_text().splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + len(race["rounds"])  # the header and a row per round
+    assert "](race.png)" in (sweep / "race.md").read_text()  # the plot, linked
+    with Image.open(sweep / "race.png") as png:
+        assert png.format == "PNG" and png.size[0] > 300
+        png.verify()
 
 
 def test_a_worse_configuration_is_dropped_early_and_no_case_is_asked_twice(
@@ -162,6 +171,13 @@ def test_race_json_matches_the_race_computed_from_the_planted_rates(
             reached = min(want["cases"], _reached(expected, skill))
             mean = sum(hit(skill, n) for n in range(reached)) / reached
             assert got["means"][f"skill={skill}"] == pytest.approx(mean)
+        # each job that ran: its mean and its own sequence's interval (at alpha / 3), for the plot
+        assert {
+            job: (i["mean"], i["lower"], i["upper"]) for job, i in got["job_intervals"].items()
+        } == {
+            job: (got["means"][job], pytest.approx(lo), pytest.approx(hi))
+            for job, (lo, hi) in want["looks"].items()
+        }
     assert race["pair_alpha"] == pytest.approx(0.05 / 3)
     assert race["stopped"] == "one configuration remains"
     assert race["golden_set"] == N_CASES
@@ -271,6 +287,15 @@ def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path:
     assert "ragexp.race.dropped_round" not in survived.data.tags
     for run, label in ((dropped, "skill=bad"), (survived, "skill=good")):
         assert len(mlflow_traces(tmp_path, run.info.run_id)) == run.data.metrics["n_cases"], label
+    # the parent holds the race: its table of rounds, its data and its plot, byte for byte
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    logged = {f.path for f in client.list_artifacts(parent.info.run_id)}
+    assert {"race.md", "race.json", "race.png"} <= logged
+    png = Path(client.download_artifacts(parent.info.run_id, "race.png", str(tmp_path / "dl")))
+    assert png.read_bytes() == (sweep / "race.png").read_bytes()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the final pass resumed each configuration's last round (answers reused even for a system
     # ragexp cannot cache)
     last_round = {"skill=bad": drop["round"], "skill=good": len(race["rounds"])}

@@ -63,6 +63,19 @@ class Drop:
     upper: float
 
 
+@dataclass(frozen=True)
+class Look:
+    """A job's mean and the bounds of its sequence (`Race.mean_interval`) after a batch
+    (``round``, from 1) and ``cases`` cases: what a plot of the race draws narrowing."""
+
+    job: str
+    round: int
+    cases: int
+    mean: float | None
+    lower: float
+    upper: float
+
+
 class Race:
     """The state of a race, updated batch by batch (`update`) and read after each."""
 
@@ -103,6 +116,8 @@ class Race:
         """Cases each job failed on (scored `WORST`)."""
         self.unpaired = 0
         """Cases left out of some surviving pair (failed by both, or unscored by one)."""
+        self.looks: list[Look] = []
+        """Each job's mean and interval after every batch it took, in order."""
 
     @property
     def survivors(self) -> list[str]:
@@ -142,6 +157,9 @@ class Race:
         self.unpaired += len(left_out)
         self.rounds += 1
         self.cases += size
+        for job in alive:
+            lower, upper = self.mean_interval(job)
+            self.looks.append(Look(job, self.rounds, self.cases, self.mean(job), lower, upper))
         new = self._drops(alive)
         self.dropped.extend(new)
         return new

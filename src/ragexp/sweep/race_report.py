@@ -14,12 +14,11 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ragexp.reporting.plot import plot_race
 from ragexp.results.files import JobRecord, strict_json
-from ragexp.stats.race import Drop, Race
+from ragexp.results.jobs import RACE_JSON, RACE_MD, RACE_PLOT
+from ragexp.stats.race import Drop, Look, Race
 from ragexp.tracking.tags import tag_runs
-
-RACE_JSON = "race.json"
-RACE_MD = "race.md"
 
 
 @dataclass(frozen=True)
@@ -36,14 +35,17 @@ class RoundRecord:
     means: dict[str, float | None]
     intervals: list[tuple[str, str, float, float]]
     """For each pair (a, b) of the jobs this round ran: the interval of b − a after it."""
+    looks: list[Look] = field(default_factory=list)
+    """Each job this round ran: its mean and the interval of its mean after it."""
 
     @classmethod
     def of(cls, race: Race, drops: Sequence[Drop], cases: int, ran: Sequence[str]) -> RoundRecord:
         means = {job: race.mean(job) for job in race.jobs}
         intervals = [(a, b, *race.interval(a, b)) for a, b in itertools.combinations(ran, 2)]
+        looks = [look for look in race.looks if look.round == race.rounds]
         return cls(
             race.rounds, cases, race.cases, len(ran), race.survivors, list(drops), means,
-            intervals,
+            intervals, looks,
         )  # fmt: skip
 
 
@@ -128,6 +130,10 @@ class RaceRecord:
                     "intervals": [
                         {"a": a, "b": b, "lower": lo, "upper": hi} for a, b, lo, hi in r.intervals
                     ],
+                    "job_intervals": {
+                        look.job: {"mean": look.mean, "lower": look.lower, "upper": look.upper}
+                        for look in r.looks
+                    },
                 }
                 for r in self.rounds
             ],
@@ -154,7 +160,7 @@ def _drop(drop: Drop) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def render_markdown(record: RaceRecord) -> str:
+def render_markdown(record: RaceRecord, *, plot: bool = False) -> str:
     race = record.race
     lines = [
         f"# Race on {record.metric}",
@@ -189,6 +195,11 @@ def render_markdown(record: RaceRecord) -> str:
             + ", ".join(f"{job} {n}" for job, n in failed.items())
             + "."
         )
+    if plot:
+        lines += [
+            "",
+            f"![Each configuration's mean and interval by round]({RACE_PLOT})",
+        ]
     if race.unpaired:
         lines.append(
             f"{race.unpaired} cases left out of some pair: both failed on them, or one had no "
@@ -198,8 +209,13 @@ def render_markdown(record: RaceRecord) -> str:
 
 
 def write_race(sweep_dir: Path, record: RaceRecord) -> None:
+    """``race.json``, ``race.png`` (`ragexp.reporting.plot.plot_race`) and ``race.md``, which
+    links the plot; the markdown is printed too."""
     (sweep_dir / RACE_JSON).write_text(strict_json(record.to_json()), encoding="utf-8")
-    markdown = render_markdown(record)
+    plot = sweep_dir / RACE_PLOT
+    plot.unlink(missing_ok=True)  # an earlier race's, in the same dir
+    plotted = plot_race(record.race.looks, record.race.dropped, record.metric, plot)
+    markdown = render_markdown(record, plot=plotted)
     (sweep_dir / RACE_MD).write_text(markdown, encoding="utf-8")
     print(markdown, file=sys.stderr, end="")
 
