@@ -33,6 +33,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ragexp.stats import ALPHA
 from ragexp.stats.paired import WORST, Outcome, paired_scores
 from ragexp.stats.sequential import (
@@ -134,18 +136,27 @@ class Race:
         missing = [job for job in alive if job not in scores]
         if missing:
             raise ValueError(f"no scores for surviving job {missing[0]!r}")
+        plain = {job: _plain(scores[job]) for job in alive}
         found = {job: [_outcome(score) for score in scores[job]] for job in alive}
-        sizes = {len(found[job]) for job in alive}
+        sizes = {len(scores[job]) for job in alive}
         if len(sizes) != 1:
             raise ValueError("every surviving job scores the same cases")
         size = sizes.pop()
         for job in alive:
+            values = plain[job]
+            if values is not None:  # every case scored: nothing failed, nothing left out
+                self.means[job].update(values.tolist(), clusters)
+                continue
             kept = [(i, o) for i, o in enumerate(found[job]) if o is not None]
             self.failed[job] += sum(o == "failed" for _, o in kept)
-            values = [WORST if o == "failed" else o[0] for _, o in kept]
-            self.means[job].update(values, _some(clusters, [i for i, _ in kept]))
+            worst = [WORST if o == "failed" else o[0] for _, o in kept]
+            self.means[job].update(worst, _some(clusters, [i for i, _ in kept]))
         left_out: set[int] = set()
         for a, b in itertools.combinations(alive, 2):
+            plain_a, plain_b = plain[a], plain[b]
+            if plain_a is not None and plain_b is not None:  # every case a pair, as it is
+                self.pairs[(a, b)].update((plain_b - plain_a).tolist(), clusters)
+                continue
             pairs = [
                 (i, p)
                 for i, (oa, ob) in enumerate(zip(found[a], found[b], strict=True))
@@ -225,3 +236,13 @@ def _outcome(score: Score) -> Outcome:
 def _some(clusters: Sequence[str] | None, kept: Sequence[int]) -> list[str] | None:
     """The clusters of the kept cases (None without clusters)."""
     return None if clusters is None else [clusters[i] for i in kept]
+
+
+def _plain(scores: Sequence[Score]) -> np.ndarray | None:
+    """A batch of bare scores as an array (the common case, and a simulation's); None when it
+    holds an outcome (a failure, a case with no score, a labelled score)."""
+    if isinstance(scores, np.ndarray):
+        return scores.astype(float)
+    if all(isinstance(score, int | float) for score in scores):
+        return np.asarray(scores, dtype=float)
+    return None
