@@ -323,3 +323,14 @@ def test_a_reply_with_no_verdict_differs_by_its_label_unparsed_at_the_same_score
     [c] = compare_cases(a, b)
     assert c.delta == 0.0  # the score is the metric's fallback, as it defines it
     assert [(d.label_a, d.label_b, d.score_b) for d in c.differing] == [("NO", "unparsed", 0.0)]
+
+
+def test_paired_scores_is_the_one_pairing_rule_of_a_single_case() -> None:
+    from ragexp.stats.paired import paired_scores
+
+    assert paired_scores((0.5, "yes"), (1.0, None)) == (0.5, 1.0)
+    assert paired_scores("failed", (0.75, None)) == (0.0, 0.75)  # the failed side: worst
+    assert paired_scores((0.75, None), "failed") == (0.75, 0.0)
+    assert paired_scores("failed", "failed") is None  # failed in both: left out
+    assert paired_scores(None, (1.0, None)) is None  # no score on a side: no pair
+    assert paired_scores((1.0, None), None) is None

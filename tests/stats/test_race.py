@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragexp.stats.race import Race
-from ragexp.stats.sequential import difference_sequence
+from ragexp.stats.sequential import difference_sequence, mean_sequence
 
 BATCH = 20
 
@@ -127,3 +127,59 @@ def test_a_rival_better_by_less_than_the_effect_drops_nothing(
     race = Race(["a", "b"], effect=effect)
     race.update({"a": [0.5] * 400, "b": [0.55] * 400})  # b better by 0.05, on every case
     assert [drop.job for drop in race.dropped] == dropped
+
+
+def test_a_failed_case_scores_worst_where_it_failed_and_one_failed_by_both_is_left_out() -> None:
+    """``crashy`` fails the odd cases and scores 1 on the others; ``steady`` scores 0.8 on
+    every case. Left out, the failures would make ``crashy`` lead (1.0 against 0.8); scored 0,
+    ``crashy`` is at 0.5 and is dropped, as the paired rule of `ragexp.stats.paired` implies.
+    On a case both fail, the pair leaves it out."""
+    race = Race(["crashy", "steady"])
+    crashy = ["failed" if i % 2 else 1.0 for i in range(200)]
+    race.update({"crashy": crashy, "steady": [0.8] * 200})
+    alone = difference_sequence(0.05)
+    alone.update([0.8 - (0.0 if i % 2 else 1.0) for i in range(200)])  # steady − crashy
+    assert race.interval("crashy", "steady") == alone.interval()
+    assert race.mean("crashy") == pytest.approx(0.5)
+    assert race.failed == {"crashy": 100, "steady": 0}
+    assert [d.job for d in race.dropped] == ["crashy"]
+    assert race.leader() == "steady"
+
+    both = Race(["a", "b"])
+    both.update({"a": ["failed", 1.0, None, 0.5], "b": ["failed", 0.0, 1.0, "failed"]})
+    assert both.pairs[("a", "b")].cases == 2  # case 0: failed by both; case 2: a has no score
+    assert both.unpaired == 2
+    assert (both.mean("a"), both.mean("b")) == (pytest.approx(0.5), pytest.approx(0.25))
+
+
+def test_each_jobs_mean_has_its_own_sequence_at_alpha_over_the_jobs() -> None:
+    race = Race(["a", "b", "c"])
+    rng = np.random.default_rng(7)
+    scores = _scores(rng, {"a": 0.5, "b": 0.6, "c": 0.7}, 80)
+    race.update(scores)
+    alone = mean_sequence(0.05 / 3)
+    alone.update(scores["b"])
+    assert race.mean_interval("b") == alone.interval()
+    assert race.mean("b") == pytest.approx(float(np.mean(scores["b"])))
+
+
+def test_each_round_records_every_running_jobs_mean_and_interval_until_it_is_dropped() -> None:
+    from ragexp.stats.race import Look
+
+    race = Race(["low", "high"])
+    race.update({"low": [0.0, 0.5, 0.0, 0.5], "high": [1.0, 1.0, 0.5, 1.0]})
+    first_low, first_high = mean_sequence(0.025), mean_sequence(0.025)  # alpha / 2 jobs
+    first_low.update([0.0, 0.5, 0.0, 0.5])
+    first_high.update([1.0, 1.0, 0.5, 1.0])
+    assert race.looks == [
+        Look("low", 1, 4, 0.25, *first_low.interval()),
+        Look("high", 1, 4, 0.875, *first_high.interval()),
+    ]
+    race.update({"low": [0.0] * 200, "high": [1.0] * 200})  # low is dropped in round 2
+    assert [d.job for d in race.dropped] == ["low"]
+    first_low.update([0.0] * 200)
+    assert race.looks[2] == Look("low", 2, 204, pytest.approx(1 / 204), *first_low.interval())
+    high = race.looks[3]
+    assert (high.job, high.round, high.mean) == ("high", 2, pytest.approx(203.5 / 204))
+    race.update({"high": [1.0] * 4})
+    assert [(look.job, look.round, look.cases) for look in race.looks[4:]] == [("high", 3, 208)]

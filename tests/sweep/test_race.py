@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
-from ragexp.stats.sequential import difference_sequence
+from ragexp.stats.sequential import difference_sequence, mean_sequence
 from tests.cli_run import OLLAMA_MODELS, mlflow_runs, mlflow_traces, run_ragexp
 from tests.ollama_server import FakeOllama
-from tests.sweep.race_world import hit, make_cases, skill_service
+from tests.sweep.race_world import fails, hit, make_cases, skill_service
 
 N_CASES = 60
 BATCH = 10
@@ -48,18 +49,27 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Any]:
     return _race(tmp_path_factory.mktemp("race3"), "good,half,bad")
 
 
+def score(skill: str, n: int) -> float:
+    """A skill's planted score on case ``c<n>``: its hit, or 0 (the worst) where it fails."""
+    return 0.0 if fails(skill, n) else hit(skill, n)
+
+
 def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
     """The race's rounds, computed here from the planted hit rule: every pair's confidence
     sequence (Bonferroni over the pairs), a skill dropped once a rival's lower bound over it
     passes the effect, until one is left or the cases run out."""
     pairs = list(itertools.combinations(skills, 2))
     sequences = {pair: difference_sequence(alpha / len(pairs)) for pair in pairs}
+    means = {skill: mean_sequence(alpha / len(skills)) for skill in skills}
     alive = list(skills)
     rounds = []
     for number in range(1, N_CASES // BATCH + 1):
         batch = range((number - 1) * BATCH, number * BATCH)
         for a, b in itertools.combinations(alive, 2):
-            sequences[(a, b)].update([hit(b, n) - hit(a, n) for n in batch])
+            sequences[(a, b)].update([score(b, n) - score(a, n) for n in batch])
+        for skill in alive:
+            means[skill].update([score(skill, n) for n in batch])
+        looks = {f"skill={s}": means[s].interval() for s in alive}
         dropped = {}
         for job in alive:
             for rival in alive:
@@ -80,7 +90,7 @@ def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
         alive = [s for s in alive if s not in dropped]
         rounds.append({
             "round": number, "cases": number * BATCH, "alive": alive, "drops": dropped,
-            "intervals": intervals,
+            "intervals": intervals, "looks": looks,
         })  # fmt: skip
         if len(alive) == 1:
             break
@@ -105,6 +115,10 @@ def test_the_race_sweeper_is_selected_and_the_summary_reads_each_configurations_
     assert "ragexp_race" in multirun  # the sweeper Hydra ran is ragexp's own
     rows = [line for line in (sweep / "race.md").read_text().splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + len(race["rounds"])  # the header and a row per round
+    assert "](race.png)" in (sweep / "race.md").read_text()  # the plot, linked
+    with Image.open(sweep / "race.png") as png:
+        assert png.format == "PNG" and png.size[0] > 300
+        png.verify()
 
 
 def test_a_worse_configuration_is_dropped_early_and_no_case_is_asked_twice(
@@ -157,6 +171,13 @@ def test_race_json_matches_the_race_computed_from_the_planted_rates(
             reached = min(want["cases"], _reached(expected, skill))
             mean = sum(hit(skill, n) for n in range(reached)) / reached
             assert got["means"][f"skill={skill}"] == pytest.approx(mean)
+        # each job that ran: its mean and its own sequence's interval (at alpha / 3), for the plot
+        assert {
+            job: (i["mean"], i["lower"], i["upper"]) for job, i in got["job_intervals"].items()
+        } == {
+            job: (got["means"][job], pytest.approx(lo), pytest.approx(hi))
+            for job, (lo, hi) in want["looks"].items()
+        }
     assert race["pair_alpha"] == pytest.approx(0.05 / 3)
     assert race["stopped"] == "one configuration remains"
     assert race["golden_set"] == N_CASES
@@ -183,23 +204,6 @@ def test_the_race_stops_when_one_remains_under_the_joblib_launcher(tmp_path: Pat
     assert set(asks.values()) == {1}
 
 
-def test_a_judged_metric_is_judged_once_per_answer_however_many_rounds_rerun_it(
-    tmp_path: Path,
-) -> None:
-    """The judge's calls on earlier rounds' cases come from ragexp's LLM call cache."""
-    with FakeOllama(models=OLLAMA_MODELS) as server:
-        _, sweep, asks = _race(
-            tmp_path, "bad,good", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
-            env={"OLLAMA_HOST": server.url},
-        )  # fmt: skip
-        chats = [json.dumps(r.body, sort_keys=True) for r in server.requests_to("/api/chat")]
-    race = json.loads((sweep / "race.json").read_text())
-    assert len(race["rounds"]) > 1  # later rounds re-ran the earlier cases
-    assert sum(asks.values()) == race["job_cases"]
-    # the answer ("fact <n>") is the same under both skills, so one judgement serves both
-    assert len(chats) == len(set(chats)) == len({case for case, _ in asks})
-
-
 def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
     _, sweep, asks = _race(tmp_path, "good,half", "hydra.sweeper.rounds=1")
     race = json.loads((sweep / "race.json").read_text())
@@ -208,10 +212,37 @@ def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
     assert sum(asks.values()) == 2 * BATCH
 
 
-def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path: Path) -> None:
-    """Rounds run untracked; the final pass logs one run per configuration under the sweep's
-    parent, on every case it raced on, tagged with how its race went, and asks neither the
-    system nor the judge anything new."""
+def test_a_budget_of_judge_calls_stops_the_race_once_the_rounds_made_that_many(
+    tmp_path: Path,
+) -> None:
+    """``good`` and ``half`` answer alike, so the judge is asked once per case (the second job's
+    judgement comes from the cache, and so do the earlier rounds' cases): 10 calls a round.
+    A budget of 15 stops the race after round 2, at the 20 calls the judge's server saw."""
+    with FakeOllama(models=OLLAMA_MODELS) as server:
+        _, sweep, _ = _race(
+            tmp_path, "good,half", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
+            "hydra.sweeper.max_calls=15", env={"OLLAMA_HOST": server.url},
+        )  # fmt: skip
+        rounds = json.loads((sweep / "race.json").read_text())["rounds"]
+        chats = len(server.requests_to("/api/chat"))
+    race = json.loads((sweep / "race.json").read_text())
+    assert race["stopped"] == "the budget of 15 judge calls is reached"
+    assert [r["cases"] for r in rounds] == [10, 20]
+    assert race["survivors"] == ["skill=good", "skill=half"]  # not yet told apart at 20 cases
+    assert race["judge_calls"] == chats == 20 and race["max_calls"] == 15
+    assert (
+        "Judge calls made: 20 (calls from the cache not counted), of a budget of 15."
+        in (sweep / "race.md").read_text()
+    )
+
+
+def test_mlflow_has_one_child_run_per_configuration_and_each_answer_is_judged_once(
+    tmp_path: Path,
+) -> None:
+    """Rounds run untracked, and the judge's calls on earlier rounds' cases come from ragexp's
+    LLM call cache; the final pass logs one run per configuration under the sweep's parent, on
+    every case it raced on, tagged with how its race went, and asks neither the system nor the
+    judge anything new."""
     with FakeOllama(models=OLLAMA_MODELS) as server:
         _, sweep, asks = _race(
             tmp_path, "bad,good", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
@@ -219,7 +250,9 @@ def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path:
         )  # fmt: skip
         chats = [json.dumps(r.body, sort_keys=True) for r in server.requests_to("/api/chat")]
     race = json.loads((sweep / "race.json").read_text())
+    assert len(race["rounds"]) > 1  # later rounds re-ran the earlier cases
     assert sum(asks.values()) == race["job_cases"] and set(asks.values()) == {1}
+    # the answer ("fact <n>") is the same under both skills, so one judgement serves both
     assert len(chats) == len(set(chats)) == len({case for case, _ in asks})
     drop = next(d for entry in race["rounds"] for d in entry["dropped"])
     runs = mlflow_runs(tmp_path)
@@ -242,6 +275,15 @@ def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path:
     assert "ragexp.race.dropped_round" not in survived.data.tags
     for run, label in ((dropped, "skill=bad"), (survived, "skill=good")):
         assert len(mlflow_traces(tmp_path, run.info.run_id)) == run.data.metrics["n_cases"], label
+    # the parent holds the race: its table of rounds, its data and its plot, byte for byte
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    logged = {f.path for f in client.list_artifacts(parent.info.run_id)}
+    assert {"race.md", "race.json", "race.png"} <= logged
+    png = Path(client.download_artifacts(parent.info.run_id, "race.png", str(tmp_path / "dl")))
+    assert png.read_bytes() == (sweep / "race.png").read_bytes()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the final pass resumed each configuration's last round (answers reused even for a system
     # ragexp cannot cache)
     last_round = {"skill=bad": drop["round"], "skill=good": len(race["rounds"])}
@@ -254,19 +296,16 @@ def test_mlflow_has_one_child_run_per_configuration_with_all_its_cases(tmp_path:
 def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_path: Path) -> None:
     """Three consecutive cases per document, hit or missed together: each round ends at a
     document's last case, race.json counts the documents, and every round's interval is the
-    clustered sequence's (computed here), wider than the one that takes cases one by one."""
+    clustered sequence's (computed here), wider than the one that takes cases one by one. Three
+    rounds show it."""
     share = 3
-    _, sweep, asks = _race(tmp_path, "half,good", share=share)
+    _, sweep, asks = _race(tmp_path, "half,good", "hydra.sweeper.rounds=3", share=share)
     race = json.loads((sweep / "race.json").read_text())
     boundaries, seen = [], 0
     for _ in race["rounds"]:  # BATCH more than seen, up to the end of the last document
         seen = -(-(seen + BATCH) // share) * share
         boundaries.append(seen)
-    assert (
-        [r["cases"] for r in race["rounds"]]
-        == boundaries
-        == [12, 24, 36, 48, 60][: len(race["rounds"])]
-    )
+    assert [r["cases"] for r in race["rounds"]] == boundaries == [12, 24, 36]
     assert race["clusters"] == boundaries[-1] // share
     assert race["max_cluster_size"] == share
     clustered = difference_sequence(0.05, max_cluster_size=share)
@@ -305,7 +344,8 @@ def test_a_round_runs_on_to_the_last_case_of_every_cluster_it_started() -> None:
 def test_a_round_always_takes_new_cases_when_documents_are_scattered(tmp_path: Path) -> None:
     """Cases 0-9 share their documents with cases 15-24: the first round (10 wanted) runs on to
     case 25, and 20 wanted would end there too. The next round asks for 10 more than it has
-    seen, so the race moves on (it once launched the same round again, for ever)."""
+    seen, so the race moves on (it once launched the same round again, for ever): two rounds,
+    the second the one that repeated the first."""
     rows = [
         {"id": f"c{n}", "question": f"Where is fact {n}?",
          "relevant_docs": [f"d{n - 15 if 15 <= n < 25 else n}.md"]}
@@ -318,10 +358,55 @@ def test_a_round_always_takes_new_cases_when_documents_are_scattered(tmp_path: P
             "system=http", f"system.url={service.url}", "dataset=custom",
             f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
             "hydra.sweep.dir=sweep", "hydra/sweeper=race", f"hydra.sweeper.batch={BATCH}",
-            "-m", "system.options.skill=good,half", cwd=tmp_path, timeout=120,
+            "hydra.sweeper.rounds=2", "-m", "system.options.skill=good,half", cwd=tmp_path,
+            timeout=120,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     rounds = [r["cases"] for r in json.loads((tmp_path / "sweep/race.json").read_text())["rounds"]]
-    assert rounds[0] == 25
-    assert rounds == sorted(set(rounds))  # every round took new cases
+    assert rounds == [25, 35]  # every round took new cases
     assert set(service.asks.values()) == {1}
+
+
+def test_a_configuration_that_fails_cases_scores_them_worst_and_cannot_win_for_it(
+    tmp_path: Path,
+) -> None:
+    """``crashy`` fails every odd case and hits every other; ``nine`` hits nine cases in ten.
+    Left out, the failed cases would make ``crashy`` the leader (1.0 against 0.8 on the even
+    cases); scored 0 where it failed, as every comparison pairs them, it is 0.5 against 0.9: it
+    is dropped, after the rounds computed here from those planted scores."""
+    _, sweep, _ = _race(tmp_path, "crashy,nine", "run.max_error_rate=1")
+    race = json.loads((sweep / "race.json").read_text())
+    expected = _expected(["crashy", "nine"])
+    assert [r["survivors"] for r in race["rounds"]] == [
+        [f"skill={s}" for s in e["alive"]] for e in expected
+    ]
+    for got, want in zip(race["rounds"], expected, strict=True):
+        assert {d["job"]: (d["rival"], d["lower"], d["upper"]) for d in got["dropped"]} == {
+            f"skill={job}": (f"skill={rival}", pytest.approx(lo), pytest.approx(hi))
+            for job, (rival, lo, hi) in want["drops"].items()
+        }
+        ((lo, hi),) = [(i["lower"], i["upper"]) for i in got["intervals"]]
+        assert (lo, hi) == tuple(pytest.approx(x) for x in want["intervals"][PLANTED_PAIR])
+        assert got["means"] == pytest.approx({"skill=crashy": 0.5, "skill=nine": 0.9})  # failed: 0
+    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 40 cases
+    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.066),
+                                                           pytest.approx(0.666), 40)  # fmt: skip
+    assert race["stopped"] == "one configuration remains"
+    assert race["survivors"] == ["skill=nine"] and race["leader"] == "skill=nine"
+    assert race["failed_cases"] == {"skill=crashy": 20, "skill=nine": 0}  # of the 40 cases
+    assert race["unpaired_cases"] == 0
+    assert "skill=crashy 20." in (sweep / "race.md").read_text()
+
+
+PLANTED_PAIR = ("skill=crashy", "skill=nine")
+
+
+def test_a_budget_of_calls_below_one_is_refused_and_the_plugin_config_has_it() -> None:
+    from hydra_plugins.ragexp_race.race_sweeper import RaceSweeperConf
+    from ragexp.errors import ConfigError
+    from ragexp.sweep.race import RaceSweeper
+
+    with pytest.raises(ConfigError, match="max_calls=0"):
+        RaceSweeper(max_calls=0)
+    assert RaceSweeperConf().max_calls is None
+    assert RaceSweeper(max_calls=40).max_calls == 40

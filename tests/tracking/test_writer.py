@@ -16,8 +16,9 @@ import pytest
 from ragexp.config import RunConfig, validate_config
 from ragexp.results import CaseResult, LLMCall, MetricResult
 from ragexp.results.case import AppliedLabel, RetrievedChunk
+from ragexp.results.sequential import SequentialOutcome
 from ragexp.tracking import traces
-from ragexp.tracking.run import run_params
+from ragexp.tracking.run import outcome_tags, run_params
 from ragexp.tracking.traces import case_record
 from ragexp.tracking.tracker import finish_message
 from ragexp.tracking.writer import Begin, Finish, RunWriter, Stores, Target, table_order
@@ -270,3 +271,43 @@ def test_the_judges_compliance_and_an_unparsed_reply_land_in_a_real_store(
     ]
     values = {a.name: (a.value, a.metadata["score"]) for a in c2.info.assessments}
     assert values == {"faithfulness": ("unparsed", "0.0"), "answer_relevance": ("unparsed", "0.0")}
+
+
+def _sequential() -> SequentialOutcome:
+    return SequentialOutcome(
+        stopped="decided", reason="the gate passed: faithfulness − base above −0.05",
+        n_cases=60, n_total=200, n_clusters=20, n_clusters_total=70, batches=6, calls=120,
+        tokens=2400, calls_fixed=400, seed=0, batch=10, sequences=[], gate="passed",
+    )  # fmt: skip
+
+
+def test_a_sequential_run_logs_why_it_stopped_and_what_it_spent_to_a_real_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``decide.sequential``: the cases, documents and batches it ran, the calls and tokens it
+    spent and the fixed design's calls as metrics; the stop, its words and the gate as tags,
+    sent at the run's end as the job sends them (`outcome_tags`)."""
+    import mlflow
+
+    uri = _store(tmp_path / "s", monkeypatch)
+    record = _record()
+    summary = record.summary.model_copy(update={"sequential": _sequential()})
+    record = type(record)(**{**record.__dict__, "summary": summary, "artifacts": []})
+    end = finish_message(record, ["c1", "c2", "c3"], "FINISHED", outcome_tags(record))
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(_write(_writer(uri, "seq"), _cases(), end))
+    metrics = run.data.metrics
+    assert {k: v for k, v in metrics.items() if k.startswith("sequential/")} == {
+        "sequential/cases": 60, "sequential/cases_total": 200, "sequential/clusters": 20,
+        "sequential/batches": 6, "sequential/calls": 120, "sequential/tokens": 2400,
+        "sequential/calls_fixed": 400,
+    }  # fmt: skip
+    tags = run.data.tags
+    assert tags["ragexp.sequential.stop"] == "decided"
+    assert tags["ragexp.sequential.reason"] == "the gate passed: faithfulness − base above −0.05"
+    assert tags["ragexp.sequential.gate"] == "passed"
+
+
+def test_a_fixed_size_run_logs_nothing_sequential() -> None:
+    record = _record()
+    assert not [k for k in finish_message(record, [], "FINISHED", {}).metrics if "sequential" in k]
+    assert not [k for k in outcome_tags(record) if "sequential" in k]

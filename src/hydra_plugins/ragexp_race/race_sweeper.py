@@ -24,6 +24,9 @@ class RaceSweeperConf:
     """At most this many rounds (None: until decided or the golden set is exhausted)."""
     max_cases: int | None = None
     """At most this many cases per job (None: the whole golden set, or ``dataset.limit``)."""
+    max_calls: int | None = None
+    """Stop once the rounds' judge calls reach this many (calls from the cache not counted;
+    checked after each round). None: no budget of calls."""
     alpha: float = 0.05
     """The race's error, split over every pair of configurations (Bonferroni)."""
     params: dict[str, str] | None = None

@@ -1,12 +1,15 @@
 """The sweep's plots: the primary metric against the first swept key, with 95% CI bars, one line
-per value of the other swept keys (`plot_summary`); and the primary metric against its cost in
-tokens per case, the Pareto front joined (`plot_cost`)."""
+per value of the other swept keys (`plot_summary`); the primary metric against its cost in
+tokens per case, the Pareto front joined (`plot_cost`); and a racing sweep's configurations,
+each one's interval narrowing over the cases (`plot_race`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ragexp.results.jobs import job_label, short_keys
+from ragexp.stats.race import Drop, Look
 from ragexp.stats.ranking import Row, SweepSummary
 
 Estimate = tuple[float, float | None, float | None]
@@ -139,6 +142,50 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
     axes.set_ylim(-0.02, 1.02)
     axes.grid(alpha=0.3)
     axes.set_title(f"{summary.primary} against cost (grey: dominated)")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return True
+
+
+def plot_race(looks: Sequence[Look], drops: Sequence[Drop], metric: str, path: Path) -> bool:
+    """Write the race's PNG: for each configuration, its mean (a line) and the interval of its
+    mean (a band) after each round, against the cases the race had taken, and an ✕ where it was
+    dropped; False (nothing written) before any round."""
+    jobs: dict[str, list[Look]] = {}
+    for look in looks:
+        jobs.setdefault(look.job, []).append(look)
+    if not jobs:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dropped = {drop.job: drop for drop in drops}
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for job, seen in jobs.items():
+        x = [look.cases for look in seen]
+        means = [look.mean if look.mean is not None else float("nan") for look in seen]
+        (line,) = axes.plot(x, means, marker="o", markersize=3, label=job)
+        axes.fill_between(
+            x, [look.lower for look in seen], [look.upper for look in seen],
+            color=line.get_color(), alpha=0.15, linewidth=0,
+        )  # fmt: skip
+        drop = dropped.get(job)
+        if drop is not None:
+            axes.plot([x[-1]], [means[-1]], marker="X", markersize=10, color=line.get_color(),
+                      linestyle="none")  # fmt: skip
+            axes.annotate(
+                f"dropped (round {drop.round})", (x[-1], means[-1]),
+                textcoords="offset points", xytext=(6, -12), fontsize="small",
+            )  # fmt: skip
+    axes.set_xlabel("cases the race has taken")
+    axes.set_ylabel(f"{metric} (mean, anytime-valid interval)")
+    axes.set_ylim(-0.02, 1.02)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    axes.set_title(f"Race on {metric}: each configuration's interval by round (✕: dropped)")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

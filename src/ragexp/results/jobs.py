@@ -57,6 +57,14 @@ class JobResult:
 RACE_DIR = "race"
 """Where a racing sweep (`ragexp.sweep.race`) keeps its rounds' runs, under the sweep dir: not
 jobs of the sweep (each configuration's final, tracked job runs in the sweep dir's own folders)."""
+RACE_JSON, RACE_MD, RACE_PLOT = "race.json", "race.md", "race.png"
+"""What a racing sweep writes in the sweep dir (`ragexp.sweep.race_report`)."""
+
+
+def race_files(sweep_dir: Path) -> list[Path]:
+    """What a race left in the sweep dir, for the parent MLflow run (none after another
+    sweeper)."""
+    return [p for p in (sweep_dir / n for n in (RACE_MD, RACE_JSON, RACE_PLOT)) if p.is_file()]
 
 
 def read_jobs(sweep_dir: Path) -> list[JobResult]:

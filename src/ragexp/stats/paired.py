@@ -220,7 +220,7 @@ def _pairs(name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]) -
         found_b = in_b.get(case.case_id)
         if found_b is None:
             pairing.only_a += 1
-        elif found_a == "failed" and found_b == "failed":
+        elif paired_scores(found_a, found_b) is None:
             pairing.failed_both += 1
         else:
             score_a, label_a = _side(found_a, case.case_id, pairing.failed_a)
@@ -230,12 +230,23 @@ def _pairs(name: str, a: Sequence[CaseResult], by_id_b: dict[str, CaseResult]) -
     return pairing
 
 
+def paired_scores(found_a: Outcome, found_b: Outcome) -> tuple[float, float] | None:
+    """The scores of A and B on one case, as `compare_cases` pairs them (each side's
+    `outcome`): a side that failed scores `WORST`; None when the case is no pair (no outcome on
+    a side, or failed on both)."""
+    if found_a is None or found_b is None or found_a == found_b == "failed":
+        return None
+    return (WORST if found_a == "failed" else found_a[0]), (
+        WORST if found_b == "failed" else found_b[0]
+    )
+
+
 def paired_delta(a: CaseResult, b: CaseResult, name: str) -> float | None:
     """B − A on one case of metric ``name``, paired as `compare_cases` pairs them (a side that
     failed scored `WORST`); None when the case is not a pair (unscored on a side, or failed on
     both)."""
-    pairs = _pairs(name, [a], {b.case_id: b}).pairs
-    return pairs[0][2] - pairs[0][1] if pairs else None
+    scores = paired_scores(outcome(a, name), outcome(b, name))
+    return None if scores is None else scores[1] - scores[0]
 
 
 def _side(found: Outcome, case_id: str, failed: set[str]) -> tuple[float, str | None]:

@@ -12,6 +12,15 @@ ever misses its pair's difference is at most ``alpha``; outside that event no jo
 a rival that is not better than it by more than ``effect``, so the best job survives with
 chance at least 1 − ``alpha``, however long the race goes on and whenever it stops.
 
+A case a job failed on (the system raised, or the metric did) counts against that job, as in
+every comparison of ragexp (`ragexp.stats.paired.paired_scores`): scored `ragexp.stats.paired.WORST`
+there, in its mean and in each of its pairs; a case failed by both jobs of a pair, or that one
+of them did not score (n/a), is left out of that pair only. A job that crashes on its hard cases
+thus cannot look better for it.
+
+Each job's mean also has its own sequence (`Race.mean_interval`, at ``alpha / k``, so that the k
+intervals hold together): what a plot of the race shows narrowing; the drops read only the pairs.
+
 The race is decided (`Race.decided`) when one job remains, or when every surviving pair is
 ``within effect`` (their sequences say they do not differ by ``effect``: no batch can still
 tell them apart at that size; with ``effect=0`` no pair ever is). A budget is the caller's to
@@ -24,15 +33,23 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ragexp.stats import ALPHA
+from ragexp.stats.paired import WORST, Outcome, paired_scores
 from ragexp.stats.sequential import (
     GRID,
     ConfidenceSequence,
     Separation,
     Weighting,
     difference_sequence,
+    mean_sequence,
     separated,
 )
+
+Score = float | Outcome
+"""One job's result on one case, as the race takes it: a score, or the case's
+`ragexp.stats.paired.outcome` (``"failed"``; None when the job has no score for it)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,19 @@ class Drop:
     round: int
     cases: int
     rival: str
+    lower: float
+    upper: float
+
+
+@dataclass(frozen=True)
+class Look:
+    """A job's mean and the bounds of its sequence (`Race.mean_interval`) after a batch
+    (``round``, from 1) and ``cases`` cases: what a plot of the race draws narrowing."""
+
+    job: str
+    round: int
+    cases: int
+    mean: float | None
     lower: float
     upper: float
 
@@ -73,11 +103,23 @@ class Race:
                 self.pair_alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid
             )
         """The sequence of Δ = b − a for each pair (a before b in ``jobs``)."""
+        self.means = {
+            job: mean_sequence(
+                alpha / len(jobs), weighting=weighting, max_cluster_size=max_cluster_size,
+                grid=grid,
+            )
+            for job in self.jobs
+        }  # fmt: skip
+        """Each job's sequence of its mean (a failed case scored `WORST`), at ``alpha / k``."""
         self.dropped: list[Drop] = []
         self.rounds = 0
         self.cases = 0
-        self._totals = dict.fromkeys(self.jobs, 0.0)
-        self._counts = dict.fromkeys(self.jobs, 0)
+        self.failed = dict.fromkeys(self.jobs, 0)
+        """Cases each job failed on (scored `WORST`)."""
+        self.unpaired = 0
+        """Cases left out of some surviving pair (failed by both, or unscored by one)."""
+        self.looks: list[Look] = []
+        """Each job's mean and interval after every batch it took, in order."""
 
     @property
     def survivors(self) -> list[str]:
@@ -85,26 +127,50 @@ class Race:
         return [job for job in self.jobs if job not in out]
 
     def update(
-        self, scores: Mapping[str, Sequence[float]], clusters: Sequence[str] | None = None
+        self, scores: Mapping[str, Sequence[Score]], clusters: Sequence[str] | None = None
     ) -> list[Drop]:
-        """Take one batch: each surviving job's scores on the same cases, in the same order
+        """Take one batch: each surviving job's results on the same cases, in the same order
         (and their clusters, as `ConfidenceSequence.update` takes them); returns the jobs this
         batch dropped."""
         alive = self.survivors
         missing = [job for job in alive if job not in scores]
         if missing:
             raise ValueError(f"no scores for surviving job {missing[0]!r}")
+        plain = {job: _plain(scores[job]) for job in alive}
+        found = {job: [_outcome(score) for score in scores[job]] for job in alive}
         sizes = {len(scores[job]) for job in alive}
         if len(sizes) != 1:
             raise ValueError("every surviving job scores the same cases")
+        size = sizes.pop()
         for job in alive:
-            self._totals[job] += float(sum(scores[job]))
-            self._counts[job] += len(scores[job])
+            values = plain[job]
+            if values is not None:  # every case scored: nothing failed, nothing left out
+                self.means[job].update(values.tolist(), clusters)
+                continue
+            kept = [(i, o) for i, o in enumerate(found[job]) if o is not None]
+            self.failed[job] += sum(o == "failed" for _, o in kept)
+            worst = [WORST if o == "failed" else o[0] for _, o in kept]
+            self.means[job].update(worst, _some(clusters, [i for i, _ in kept]))
+        left_out: set[int] = set()
         for a, b in itertools.combinations(alive, 2):
-            diff = [sb - sa for sa, sb in zip(scores[a], scores[b], strict=True)]
-            self.pairs[(a, b)].update(diff, clusters)
+            plain_a, plain_b = plain[a], plain[b]
+            if plain_a is not None and plain_b is not None:  # every case a pair, as it is
+                self.pairs[(a, b)].update((plain_b - plain_a).tolist(), clusters)
+                continue
+            pairs = [
+                (i, p)
+                for i, (oa, ob) in enumerate(zip(found[a], found[b], strict=True))
+                if (p := paired_scores(oa, ob)) is not None
+            ]
+            left_out |= set(range(size)) - {i for i, _ in pairs}
+            diff = [sb - sa for _, (sa, sb) in pairs]
+            self.pairs[(a, b)].update(diff, _some(clusters, [i for i, _ in pairs]))
+        self.unpaired += len(left_out)
         self.rounds += 1
-        self.cases += sizes.pop()
+        self.cases += size
+        for job in alive:
+            lower, upper = self.mean_interval(job)
+            self.looks.append(Look(job, self.rounds, self.cases, self.mean(job), lower, upper))
         new = self._drops(alive)
         self.dropped.extend(new)
         return new
@@ -124,9 +190,13 @@ class Race:
         return drops
 
     def mean(self, job: str) -> float | None:
-        """``job``'s mean score over the cases it was given (None before any)."""
-        count = self._counts[job]
-        return self._totals[job] / count if count else None
+        """``job``'s mean score over the cases it was given (a failed case scored `WORST`; None
+        before any)."""
+        return self.means[job].mean
+
+    def mean_interval(self, job: str) -> tuple[float, float]:
+        """The bounds of ``job``'s mean (its sequence, at ``alpha / k``)."""
+        return self.means[job].interval()
 
     def leader(self) -> str:
         """The surviving job with the highest mean so far (the first in job order on a tie):
@@ -156,3 +226,23 @@ class Race:
             separated(self.pairs[pair], self.effect) == "within effect"
             for pair in itertools.combinations(alive, 2)
         )
+
+
+def _outcome(score: Score) -> Outcome:
+    """A bare score as the outcome it stands for (unlabelled)."""
+    return (float(score), None) if isinstance(score, int | float) else score
+
+
+def _some(clusters: Sequence[str] | None, kept: Sequence[int]) -> list[str] | None:
+    """The clusters of the kept cases (None without clusters)."""
+    return None if clusters is None else [clusters[i] for i in kept]
+
+
+def _plain(scores: Sequence[Score]) -> np.ndarray | None:
+    """A batch of bare scores as an array (the common case, and a simulation's); None when it
+    holds an outcome (a failure, a case with no score, a labelled score)."""
+    if isinstance(scores, np.ndarray):
+        return scores.astype(float)
+    if all(isinstance(score, int | float) for score in scores):
+        return np.asarray(scores, dtype=float)
+    return None

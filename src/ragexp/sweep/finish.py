@@ -21,7 +21,7 @@ from ragexp.reporting.sweep_json import to_json
 from ragexp.reporting.sweep_jury import jury_terminal
 from ragexp.reporting.wording import num
 from ragexp.results.files import strict_json
-from ragexp.results.jobs import JobResult, read_jobs, sweep_label
+from ragexp.results.jobs import JobResult, race_files, read_jobs, sweep_label
 from ragexp.run.labels import vocabularies
 from ragexp.stats.ranking import summarize_sweep
 from ragexp.sweep.link import SweepLink
@@ -81,6 +81,7 @@ def write_summary(sweep_dir: Path, settings: SweepSettings, parent_run_id: str, 
         files += [sweep_dir / PLOT_FILE] if plotted else []
         files += [sweep_dir / COST_PLOT_FILE] if cost_plotted else []
         files += [sweep_dir / CARD_FILE] if cards else []
+        files += race_files(sweep_dir)  # a racing sweep's rounds, table and plot
         note = render_note(summary, title)
         warning = close_parent(
             tracking_uri, settings.tracking.experiment_name(), parent_run_id, summary,

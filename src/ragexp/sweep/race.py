@@ -12,8 +12,10 @@ makes the generator's and judge's calls on them free, so no case is paid twice. 
 cases enter the race.
 
 The race stops when one configuration remains, when every surviving pair is within
-``compare.effect`` (`Race.decided`), after ``rounds`` rounds or ``max_cases`` cases, or when the
-golden set (or ``dataset.limit``) is exhausted. Cases that share a document (``compare.cluster``)
+``compare.effect`` (`Race.decided`), after ``rounds`` rounds, ``max_cases`` cases or
+``max_calls`` judge calls (the calls the rounds' jobs made, read from their ``summary.json``;
+calls served from the cache not counted; checked after each round), or when the golden set (or
+``dataset.limit``) is exhausted. Cases that share a document (``compare.cluster``)
 move together: a round runs on to the last case of every cluster it started (`RaceRecord.boundary`),
 and the sequences take each cluster whole.
 
@@ -41,9 +43,11 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.errors import ConfigError
-from ragexp.results.files import CASES_FILE, read_cases
+from ragexp.results.case import CaseResult
+from ragexp.results.files import CASES_FILE, read_cases, read_summary
 from ragexp.results.jobs import RACE_DIR, job_label
 from ragexp.stats import ALPHA
+from ragexp.stats.paired import Outcome, outcome
 from ragexp.stats.race import Race
 from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_race_runs, write_race
 
@@ -57,6 +61,7 @@ class RaceSweeper(Sweeper):
         batch: int = 20,
         rounds: int | None = None,
         max_cases: int | None = None,
+        max_calls: int | None = None,
         alpha: float = ALPHA,
         params: dict[str, str] | None = None,
     ) -> None:
@@ -66,6 +71,9 @@ class RaceSweeper(Sweeper):
         self.batch = batch
         self.rounds = rounds
         self.max_cases = max_cases
+        if max_calls is not None and max_calls < 1:
+            raise ConfigError(f"hydra.sweeper.max_calls={max_calls}: a budget of calls is >= 1")
+        self.max_calls = max_calls
         self.alpha = alpha
         self.params = dict(params or {})
         self.config: DictConfig | None = None
@@ -123,7 +131,8 @@ class RaceSweeper(Sweeper):
         race = Race(labels, effect=effect, alpha=self.alpha, max_cluster_size=largest)
         return RaceRecord(
             metric=metric, effect=effect, alpha=self.alpha, batch=self.batch,
-            max_cases=min(caps) if caps else None, max_rounds=self.rounds, jobs=labels,
+            max_cases=min(caps) if caps else None, max_rounds=self.rounds,
+            max_calls=self.max_calls, jobs=labels,
             race=race, order=order, clusters=clusters,
         )  # fmt: skip
 
@@ -163,15 +172,15 @@ class RaceSweeper(Sweeper):
     def _step(self, record: RaceRecord, dirs: dict[str, Path], limit: int) -> str | None:
         """Take one round's new cases into the race; returns why the race stops, if it does."""
         race = record.race
-        scores = {job: _scores(path, record.metric) for job, path in dirs.items()}
+        cases = {job: _cases(path) for job, path in dirs.items()}
+        scores = {job: _scores(found, record.metric) for job, found in cases.items()}
+        record.calls += sum(_judge_calls(path) for path in dirs.values())
         seen = min(limit, len(record.order))
-        batch = record.order[record.seen : seen]
-        new = [c for c in batch if all(c in s for s in scores.values())]
-        record.unpaired += len(batch) - len(new)
+        new = record.order[record.seen : seen]
         record.seen = seen
         if new:
             clusters = [record.clusters[c] for c in new]
-            drops = race.update({job: [scores[job][c] for c in new] for job in dirs}, clusters)
+            drops = race.update({job: [scores[job].get(c) for c in new] for job in dirs}, clusters)
             record.rounds.append(RoundRecord.of(race, drops, seen, list(dirs)))
         if len(race.survivors) == 1:
             return "one configuration remains"
@@ -183,6 +192,8 @@ class RaceSweeper(Sweeper):
             return f"the budget of {record.max_cases} cases is reached"
         if record.max_rounds is not None and race.rounds >= record.max_rounds:
             return f"the budget of {record.max_rounds} rounds is reached"
+        if record.max_calls is not None and record.calls >= record.max_calls:
+            return f"the budget of {record.max_calls} judge calls is reached"
         return None
 
 
@@ -214,20 +225,31 @@ def _label(job: list[str], swept: set[str]) -> str:
     return job_label(values)
 
 
-def _scores(run_dir: Path, metric: str) -> dict[str, float]:
-    """Each case's score on ``metric`` in a job's ``cases.jsonl`` (cases it could not score
-    left out)."""
+def _cases(run_dir: Path) -> list[CaseResult]:
+    """A round's job's cases (its ``cases.jsonl``)."""
     path = run_dir / CASES_FILE
     if not path.is_file():
         raise ConfigError(
             f"race: the job in {run_dir} left no {CASES_FILE} (it failed: see its ragexp.log)"
         )
-    scores = {}
-    for case in read_cases(path, strict=False):
-        result = case.metrics.get(metric)
-        if result is not None and result.score is not None:
-            scores[case.case_id] = result.score
-    return scores
+    return read_cases(path, strict=False)
+
+
+def _scores(cases: list[CaseResult], metric: str) -> dict[str, Outcome]:
+    """Each case's `ragexp.stats.paired.outcome` on ``metric``: its score, or ``"failed"``
+    (the race scores it `ragexp.stats.paired.WORST`); cases with no score for it left out."""
+    found = {case.case_id: outcome(case, metric) for case in cases}
+    return {case_id: o for case_id, o in found.items() if o is not None}
+
+
+def _judge_calls(run_dir: Path) -> int:
+    """The judge calls a round's job made (its ``summary.json``: ``calls`` of every
+    ``judge:<metric>`` role); those served from ragexp's call cache (an earlier round's cases,
+    another job's same answer) are not counted."""
+    summary = read_summary(run_dir)
+    if summary is None:
+        return 0
+    return sum(calls.made for role, calls in summary.calls.items() if role.startswith("judge:"))
 
 
 def _case_order(config: DictConfig) -> tuple[list[str], dict[str, str]]:

@@ -14,21 +14,20 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ragexp.reporting.plot import plot_race
 from ragexp.results.files import JobRecord, strict_json
-from ragexp.stats.race import Drop, Race
+from ragexp.results.jobs import RACE_JSON, RACE_MD, RACE_PLOT
+from ragexp.stats.race import Drop, Look, Race
 from ragexp.tracking.tags import tag_runs
-
-RACE_JSON = "race.json"
-RACE_MD = "race.md"
 
 
 @dataclass(frozen=True)
 class RoundRecord:
     round: int
     cases: int
-    """Cases of the golden set run so far (the paired ones are ``paired``)."""
+    """Cases of the golden set run so far."""
     paired: int
-    """Cases the race has taken so far: those every surviving job scored."""
+    """Cases the race has taken so far (a case some job failed on counts, scored 0 there)."""
     jobs: int
     """Jobs this round ran (its survivors at its start)."""
     survivors: list[str]
@@ -36,14 +35,17 @@ class RoundRecord:
     means: dict[str, float | None]
     intervals: list[tuple[str, str, float, float]]
     """For each pair (a, b) of the jobs this round ran: the interval of b − a after it."""
+    looks: list[Look] = field(default_factory=list)
+    """Each job this round ran: its mean and the interval of its mean after it."""
 
     @classmethod
     def of(cls, race: Race, drops: Sequence[Drop], cases: int, ran: Sequence[str]) -> RoundRecord:
         means = {job: race.mean(job) for job in race.jobs}
         intervals = [(a, b, *race.interval(a, b)) for a, b in itertools.combinations(ran, 2)]
+        looks = [look for look in race.looks if look.round == race.rounds]
         return cls(
             race.rounds, cases, race.cases, len(ran), race.survivors, list(drops), means,
-            intervals,
+            intervals, looks,
         )  # fmt: skip
 
 
@@ -64,8 +66,10 @@ class RaceRecord:
     """Each case's cluster (``compare.cluster``): the cases the race moves together."""
     rounds: list[RoundRecord] = field(default_factory=list)
     seen: int = 0
-    unpaired: int = 0
-    """Cases left out of the race because some surviving job could not score them."""
+    max_calls: int | None = None
+    """The budget of judge calls (``hydra.sweeper.max_calls``)."""
+    calls: int = 0
+    """Judge calls the rounds made (cache hits not counted)."""
     stop: str | None = None
     returns: list[Any] = field(default_factory=list)
     """The launcher's returns, round by round (what `Sweeper.sweep` returns)."""
@@ -109,6 +113,7 @@ class RaceRecord:
             "batch": self.batch,
             "max_cases": self.max_cases,
             "max_rounds": self.max_rounds,
+            "max_calls": self.max_calls,
             "golden_set": len(self.order),
             "clusters": self.n_clusters(),
             "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
@@ -125,14 +130,20 @@ class RaceRecord:
                     "intervals": [
                         {"a": a, "b": b, "lower": lo, "upper": hi} for a, b, lo, hi in r.intervals
                     ],
+                    "job_intervals": {
+                        look.job: {"mean": look.mean, "lower": look.lower, "upper": look.upper}
+                        for look in r.looks
+                    },
                 }
                 for r in self.rounds
             ],
             "stopped": self.stop,
             "survivors": race.survivors,
             "leader": race.leader() if race.rounds else None,
-            "unpaired_cases": self.unpaired,
+            "unpaired_cases": race.unpaired,
+            "failed_cases": race.failed,
             "job_cases": self.job_cases(),
+            "judge_calls": self.calls,
             "full_sweep_cases": len(self.jobs) * self.seen_cap(),
         }
 
@@ -149,7 +160,7 @@ def _drop(drop: Drop) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def render_markdown(record: RaceRecord) -> str:
+def render_markdown(record: RaceRecord, *, plot: bool = False) -> str:
     race = record.race
     lines = [
         f"# Race on {record.metric}",
@@ -173,16 +184,38 @@ def render_markdown(record: RaceRecord) -> str:
         + (f"; leader: {race.leader()}" if race.rounds else "")
         + ".",
         f"Cases run over all jobs: {record.job_cases()} (an ordinary sweep: "
-        f"{len(record.jobs) * record.seen_cap()}).",
+        f"{len(record.jobs) * record.seen_cap()}). Judge calls made: {record.calls} (calls "
+        "from the cache not counted)"
+        + (f", of a budget of {record.max_calls}." if record.max_calls is not None else "."),
     ]
-    if record.unpaired:
-        lines.append(f"{record.unpaired} cases left out: a surviving job could not score them.")
+    failed = {job: n for job, n in race.failed.items() if n}
+    if failed:
+        lines.append(
+            "Failed cases, scored 0 (the worst) in the configuration that failed: "
+            + ", ".join(f"{job} {n}" for job, n in failed.items())
+            + "."
+        )
+    if plot:
+        lines += [
+            "",
+            f"![Each configuration's mean and interval by round]({RACE_PLOT})",
+        ]
+    if race.unpaired:
+        lines.append(
+            f"{race.unpaired} cases left out of some pair: both failed on them, or one had no "
+            "score."
+        )
     return "\n".join(lines) + "\n"
 
 
 def write_race(sweep_dir: Path, record: RaceRecord) -> None:
+    """``race.json``, ``race.png`` (`ragexp.reporting.plot.plot_race`) and ``race.md``, which
+    links the plot; the markdown is printed too."""
     (sweep_dir / RACE_JSON).write_text(strict_json(record.to_json()), encoding="utf-8")
-    markdown = render_markdown(record)
+    plot = sweep_dir / RACE_PLOT
+    plot.unlink(missing_ok=True)  # an earlier race's, in the same dir
+    plotted = plot_race(record.race.looks, record.race.dropped, record.metric, plot)
+    markdown = render_markdown(record, plot=plotted)
     (sweep_dir / RACE_MD).write_text(markdown, encoding="utf-8")
     print(markdown, file=sys.stderr, end="")
 

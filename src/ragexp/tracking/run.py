@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragexp.tracking.tags import sequential_tags
+
 if TYPE_CHECKING:  # the tracking process imports this module, and none of ragexp's models
     from ragexp.config.schema import RunConfig
     from ragexp.results.case import CaseResult
+    from ragexp.results.sequential import SequentialOutcome
     from ragexp.results.summary import MetricSummary, Summary
 
 OWN_PIPELINE = ("generator", "retriever", "prompt")
@@ -93,7 +96,21 @@ def metric_values(record: RunRecord) -> dict[str, float]:
         values[f"calls/{_metric_key(role)}/cached"] = calls.cached
     for name, m in summary.metrics.items():
         values.update(_metric_values(name, m))
-    return values
+    return values | _sequential_values(summary.sequential)
+
+
+def _sequential_values(outcome: SequentialOutcome | None) -> dict[str, float]:
+    """A sequential run's MLflow metrics (``decide.sequential``): the cases and documents it
+    ran, its batches, the LLM calls and tokens it spent, and the calls the fixed design would
+    have spent (``sequential/calls_fixed``); none for a fixed-size run."""
+    if outcome is None:
+        return {}
+    return {
+        "sequential/cases": outcome.n_cases, "sequential/cases_total": outcome.n_total,
+        "sequential/clusters": outcome.n_clusters, "sequential/batches": outcome.batches,
+        "sequential/calls": outcome.calls, "sequential/tokens": outcome.tokens,
+        "sequential/calls_fixed": outcome.calls_fixed,
+    }  # fmt: skip
 
 
 def _metric_values(name: str, m: MetricSummary) -> dict[str, float]:
@@ -192,8 +209,13 @@ def _where_key(system: Any) -> str:
 
 
 def outcome_tags(record: RunRecord) -> dict[str, str]:
-    """The tags known once the backends answered: which ran, with which model identity (for
-    another system than ragexp's own: its model, when known, and no generator)."""
+    """The tags known at the run's end: which backends ran, with which model identity (for
+    another system than ragexp's own: its model, when known, and no generator), and how a
+    sequential run stopped (`ragexp.tracking.tags.sequential_tags`)."""
+    return _outcome_tags(record) | sequential_tags(record.summary.sequential)
+
+
+def _outcome_tags(record: RunRecord) -> dict[str, str]:
     if record.system != "ragexp":
         return {
             "self_judge": str(record.self_judge).lower(),
