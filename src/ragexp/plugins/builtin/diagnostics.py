@@ -267,6 +267,7 @@ def _result(
         ],
         "cause": found[0] if found else None,
         "causes": found,
+        "undiagnosed": None if diagnosed else _why_undiagnosed(reference, whole),
         "answer_claims": len(answer),
         "n_reference_claims": len(reference),
         "unverified": unverified,
@@ -279,19 +280,36 @@ def _result(
     return MetricResult(
         score=claim_f1(parts),
         label=found[0] if found else UNDIAGNOSED,
-        raw=diagnosis_text(answer, reference, found),
+        raw=diagnosis_text(answer, reference, found, details["undiagnosed"]),
         parse_ok=whole and unverified == 0,
         parts=parts,
         details=details,
     )
 
 
+def _why_undiagnosed(reference: Sequence[ReferenceClaim], whole: bool) -> str:
+    """Why a case with a reference got no cause, in words."""
+    if reference:
+        return "no reference claim could be checked (every reply about them broke)"
+    if whole:
+        return "the extractor found no claim in the reference"
+    return (
+        "the extractor gave no usable claim of the reference (its reply was cut short, not "
+        "JSON, or copied the prompt's example); a larger extractor model "
+        "(metric_options.diagnostics.extractor_model) splits it"
+    )
+
+
 def diagnosis_text(
-    answer: Sequence[AnswerClaim], reference: Sequence[ReferenceClaim], found: Sequence[str]
+    answer: Sequence[AnswerClaim],
+    reference: Sequence[ReferenceClaim],
+    found: Sequence[str],
+    why: str | None = None,
 ) -> str:
-    """The trace's rationale: the cause, then the reference claims the answer misses (with the
-    chunk that held each, or "in no retrieved chunk"), then the wrong answer claims."""
-    lines = [f"cause: {', '.join(found) if found else UNDIAGNOSED}"]
+    """The trace's rationale: the cause (or why there is none), then the reference claims the
+    answer misses (with the chunk that held each, or "in no retrieved chunk"), then the wrong
+    answer claims."""
+    lines = [f"cause: {', '.join(found) if found else f'{UNDIAGNOSED} ({why})'}"]
     for c in reference:
         if c.in_answer is False:
             where = (
