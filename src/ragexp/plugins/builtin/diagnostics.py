@@ -251,6 +251,7 @@ def _result(
     parts = case_parts(answer, reference, n_chunks)
     diagnosed = parts["claim_recall"] is not None
     found = causes(answer, reference) if diagnosed else []
+    why = None if diagnosed else _why_undiagnosed(reference, whole)
     unverified = sum(1 for c in answer if c.supported is None or c.correct is None) + sum(
         1 for c in reference if c.in_answer is None or c.in_context is None
     )
@@ -267,7 +268,7 @@ def _result(
         ],
         "cause": found[0] if found else None,
         "causes": found,
-        "undiagnosed": None if diagnosed else _why_undiagnosed(reference, whole),
+        "undiagnosed": why,
         "answer_claims": len(answer),
         "n_reference_claims": len(reference),
         "unverified": unverified,
@@ -280,7 +281,7 @@ def _result(
     return MetricResult(
         score=claim_f1(parts),
         label=found[0] if found else UNDIAGNOSED,
-        raw=diagnosis_text(answer, reference, found, details["undiagnosed"]),
+        raw=diagnosis_text(answer, reference, found, why),
         parse_ok=whole and unverified == 0,
         parts=parts,
         details=details,
