@@ -313,21 +313,20 @@ def diagnosis_text(
     lines = [f"cause: {', '.join(found) if found else f'{UNDIAGNOSED} ({why})'}"]
     for c in reference:
         if c.in_answer is False:
-            where = (
-                f"held by {c.chunk}"
-                if c.in_context and c.chunk
-                else ("in a retrieved chunk" if c.in_context else "in no retrieved chunk")
-            )
+            where = _where(c.in_context, c.chunk, "held by")
             lines.append(f"missing from the answer ({where}): {c.claim}")
     for a in answer:
         if a.correct is False:
-            where = (
-                f"supported by {a.chunk}"
-                if a.supported and a.chunk
-                else ("supported by a retrieved chunk" if a.supported else "in no retrieved chunk")
-            )
-            lines.append(f"wrong ({where}): {a.claim}")
+            lines.append(f"wrong ({_where(a.supported, a.chunk, 'supported by')}): {a.claim}")
     return "\n".join(lines)
+
+
+def _where(found: bool | None, chunk: str | None, verb: str) -> str:
+    """``held by trails.md#2``, ``held by a retrieved chunk`` (none named), or ``in no
+    retrieved chunk``."""
+    if not found:
+        return "in no retrieved chunk"
+    return f"{verb} {chunk}" if chunk else f"{verb} a retrieved chunk"
 
 
 @hookimpl
