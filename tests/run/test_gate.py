@@ -306,7 +306,8 @@ def test_a_gate_failed_against_its_baseline_says_why_when_a_metric_has_parts() -
     assert outcome is not None and not outcome.passed
     [why] = outcome.diagnosis
     assert (why["a"], why["b"], why["metric"]) == ("main", "this run", "diagnostics")
-    assert why["finding"]["components"] == ["retrieval"]
+    named = [(n["worse"], n["component"]) for n in why["finding"]["named"]]
+    assert named == [("b", "retrieval")]
     assert why["sentence"].startswith(
         "this run's claim recall fell 0.30 (0.22–0.38) against main's"
     )
