@@ -45,14 +45,10 @@ def test_a_fixed_extractor_is_the_extract_variant_only() -> None:
                         "verify": {"max_tokens": 300}}  # fmt: skip
 
 
-def test_claims_copied_from_the_prompts_example_are_left_out_and_the_extraction_is_not_whole() -> (
-    None
-):
-    copied = {"claims": ["The lake is 3 miles from the trailhead.", "Harrow Peak is 2,100 m."]}
-    judge = FakeJudge(json.dumps(copied))
-    claims, complete, _ = asyncio.run(extract_claims(judge, "Harrow Peak is 2,100 m high."))
-    assert (claims, complete) == (["Harrow Peak is 2,100 m."], False)
-    # an answer that says the example's fact keeps it
-    said = "The lake is 3 miles from the trailhead."
-    claims, complete, _ = asyncio.run(extract_claims(FakeJudge(json.dumps(copied)), said))
-    assert (claims, complete) == (copied["claims"], True)
+def test_the_extraction_prompt_shows_no_example_claims_to_copy() -> None:
+    # SmolLM2-135M copied an example's claims back for answers about other places
+    judge = FakeJudge(json.dumps({"claims": []}))
+    asyncio.run(extract_claims(judge, "Harrow Peak is 2,100 m high."))
+    [prompt] = judge.prompts
+    assert prompt.count('"claims"') == 1  # the reply's shape only, no worked example
+    assert prompt.rstrip().endswith('Reply in JSON: {"claims": [...]}')

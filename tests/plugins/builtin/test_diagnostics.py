@@ -185,25 +185,20 @@ def test_unverified_claims_enter_no_part() -> None:
     )
 
 
-def test_a_reference_whose_extraction_copies_the_prompts_example_says_why_it_is_undiagnosed() -> (
-    None
-):
-    copied = json.dumps({"claims": ["The lake is 3 miles from the trailhead."]})
-
-    def copies_on_the_reference(prompt: str) -> str:
+def test_a_reference_whose_extraction_breaks_says_why_it_is_undiagnosed() -> None:
+    def cut_on_the_reference(prompt: str) -> str:
         sample = world_sample("generation_dropped")
         assert sample.reference is not None
         if "atomic factual claims" in prompt and sample.reference in prompt:
-            return copied
+            return '{"claims": ["Site'  # cut short before its first claim closes
         return judge_reply(prompt)
 
-    [result] = run_metric(
-        Diagnostics(), world_sample("generation_dropped"), judge=FakeJudge(copies_on_the_reference)
-    )
+    judge = FakeJudge(cut_on_the_reference)
+    [result] = run_metric(Diagnostics(), world_sample("generation_dropped"), judge=judge)
     assert (result.score, result.label, result.parse_ok) == (None, UNDIAGNOSED, False)
     assert result.details is not None and result.details["reference_claims"] == []
     assert result.details["claims"]  # the answer's own extraction was fine
-    assert "copied the prompt's example" in result.details["undiagnosed"]
+    assert "cut short or not JSON" in result.details["undiagnosed"]
     assert result.raw is not None and result.raw.startswith("cause: undiagnosed (the extractor")
 
 

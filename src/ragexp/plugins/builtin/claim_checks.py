@@ -23,10 +23,6 @@ EXTRACT_PROMPT = """Split the ANSWER into its atomic factual claims: short sente
 each, in the answer's own words. Leave out questions, greetings and advice. If the ANSWER states
 no fact (e.g. "I don't know"), give an empty list.
 
-Example
-ANSWER: The lake is 3 miles from the trailhead and has no campsites.
-{{"claims": ["The lake is 3 miles from the trailhead.", "The lake has no campsites."]}}
-
 ANSWER:
 {answer}
 
@@ -192,33 +188,14 @@ def claim_variants(options: ClaimOptions) -> dict[str, dict[str, Any]]:
     return {"extract": extract, "verify": {"max_tokens": options.max_tokens}}
 
 
-EXAMPLE_CLAIMS = ("The lake is 3 miles from the trailhead.", "The lake has no campsites.")
-"""The claims of `EXTRACT_PROMPT`'s example. A small extractor copies them back (smollm2:135m
-on the offline demo does, for answers about other places): copied from the prompt, not from the
-text, they are no claims of it."""
-
-
-def _folded(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def echoed_example(claim: str, text: str) -> bool:
-    """``claim`` is one of the prompt's example claims, and ``text`` does not say it."""
-    folded = _folded(claim)
-    return folded in map(_folded, EXAMPLE_CLAIMS) and folded.rstrip(".") not in _folded(text)
-
-
 async def extract_claims(judge: Judge, text: str) -> tuple[list[str], bool, str]:
     """(claims, complete, reply): the claims of ``text`` (an answer, or a reference answer) in
-    one call through the ``extract`` variant. A claim that copies the prompt's example
-    (`echoed_example`) is left out, and the extraction is then not complete: the reply did not
-    do what was asked, and every view shows it as it shows a reply cut short."""
+    one call through the ``extract`` variant."""
     reply = await judge(
         EXTRACT_PROMPT.format(answer=text), schema=CLAIMS_SCHEMA, settings="extract"
     )
     claims, complete = parse_claims(reply)
-    kept = [claim for claim in claims if not echoed_example(claim, text)]
-    return kept, complete and len(kept) == len(claims), reply
+    return claims, complete, reply
 
 
 @dataclass

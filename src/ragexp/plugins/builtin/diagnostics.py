@@ -295,9 +295,8 @@ def _why_undiagnosed(reference: Sequence[ReferenceClaim], whole: bool) -> str:
     if whole:
         return "the extractor found no claim in the reference"
     return (
-        "the extractor gave no usable claim of the reference (its reply was cut short, not "
-        "JSON, or copied the prompt's example); a larger extractor model "
-        "(metric_options.diagnostics.extractor_model) splits it"
+        "the extractor gave no usable claim of the reference (its reply was cut short or not "
+        "JSON); a larger extractor model (metric_options.diagnostics.extractor_model) splits it"
     )
 
 

@@ -64,8 +64,9 @@ UNVERIFIED = "UNVERIFIED"
 class FaithfulnessClaims:
     name = "faithfulness_claims"
     version = "2"
-    """The version of both prompts, both schemas and the parser (2: claims copied from the
-    prompt's example are left out, `ragexp.plugins.builtin.claim_checks.echoed_example`)."""
+    """The version of both prompts, both schemas and the parser (2: the extraction prompt shows
+    no example; the offline demo's extractor, SmolLM2-135M, copied the example's claims back as
+    the claims of answers about other places)."""
     needs_judge = True
     label_scores = SCORES
 
