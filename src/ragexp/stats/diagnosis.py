@@ -48,7 +48,7 @@ from ragexp.results.diagnostics import CAUSES, NO_REFERENCE, PARTS, Component
 from ragexp.stats.clusters import n_clusters
 from ragexp.stats.difference import difference_ci
 from ragexp.stats.evidence import Evidence
-from ragexp.stats.paired import compare_cases
+from ragexp.stats.paired import FAILED, compare_cases, outcome
 
 HEADLINE = "claim_recall"
 """The part whose change the diagnosis explains (the metric's score when no case has it)."""
@@ -179,7 +179,7 @@ def diagnose(a: Sequence[CaseResult], b: Sequence[CaseResult], metric: str) -> D
         other = by_id_b.get(case.case_id)
         if other is None:
             continue
-        down = (_failed(case, metric), _failed(other, metric))
+        down = (outcome(case, metric) == FAILED, outcome(other, metric) == FAILED)
         if any(down):
             failed[0 if down == (True, False) else 1 if down == (False, True) else 2] += 1
             continue
@@ -202,11 +202,6 @@ def diagnose(a: Sequence[CaseResult], b: Sequence[CaseResult], metric: str) -> D
         causes_a=cause_counts(a, metric), causes_b=cause_counts(b, metric),
         headline_is_score=by_score,
     )  # fmt: skip
-
-
-def _failed(case: CaseResult, metric: str) -> bool:
-    result = case.metrics.get(metric)
-    return bool(case.error or (result is not None and result.error))
 
 
 def _difference(
@@ -274,7 +269,7 @@ def cause_counts(cases: Sequence[CaseResult], metric: str) -> CauseCounts | None
     for case, result in results:
         if result is None and not case.error:
             continue
-        if case.error or (result is not None and result.error):
+        if outcome(case, metric) == FAILED:
             failed += 1
         elif result is not None and result.details and result.details.get("cause"):
             cause = str(result.details["cause"])
