@@ -75,13 +75,23 @@ def _share(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
+def verified(
+    answer: Sequence[AnswerClaim], reference: Sequence[ReferenceClaim]
+) -> tuple[list[AnswerClaim], list[ReferenceClaim]]:
+    """The claims with every verdict present (a claim still without one after the retry enters
+    no part and no cause)."""
+    return (
+        [c for c in answer if c.supported is not None and c.correct is not None],
+        [c for c in reference if c.in_answer is not None and c.in_context is not None],
+    )
+
+
 def case_parts(
     answer: Sequence[AnswerClaim], reference: Sequence[ReferenceClaim], n_chunks: int
 ) -> dict[str, float | None]:
     """The parts of one case, over its verified claims (RAGChecker's definitions; a claim names
     at most one chunk, so a *relevant* chunk is one named as holding a reference claim)."""
-    a = [c for c in answer if c.supported is not None and c.correct is not None]
-    r = [c for c in reference if c.in_answer is not None and c.in_context is not None]
+    a, r = verified(answer, reference)
     relevant = {c.chunk for c in r if c.in_context and c.chunk is not None}
     in_context = [c for c in r if c.in_context]
     wrong = [c for c in a if not c.correct]
@@ -125,8 +135,7 @@ def claim_f1(parts: dict[str, float | None]) -> float | None:
 def causes(answer: Sequence[AnswerClaim], reference: Sequence[ReferenceClaim]) -> list[Cause]:
     """Every root cause that applies (over verified claims), in `CAUSES` order; ``fine`` alone
     when none does."""
-    r = [c for c in reference if c.in_answer is not None and c.in_context is not None]
-    a = [c for c in answer if c.supported is not None and c.correct is not None]
+    a, r = verified(answer, reference)
     found: dict[Cause, bool] = {
         "retrieval_missed": any(not c.in_context and not c.in_answer for c in r),
         "misled": any(not c.correct and c.supported for c in a),
@@ -252,9 +261,8 @@ def _result(
     diagnosed = parts["claim_recall"] is not None
     found = causes(answer, reference) if diagnosed else []
     why = None if diagnosed else _why_undiagnosed(reference, whole)
-    unverified = sum(1 for c in answer if c.supported is None or c.correct is None) + sum(
-        1 for c in reference if c.in_answer is None or c.in_context is None
-    )
+    checked_a, checked_r = verified(answer, reference)
+    unverified = len(answer) - len(checked_a) + len(reference) - len(checked_r)
     details = {
         "claims": _answer_rows(answer),
         "reference_claims": [
