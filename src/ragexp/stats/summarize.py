@@ -1,8 +1,7 @@
 """A run's summary: per metric its mean with a 95% Wilson interval (at n / deff cases, with t at
 G − 1 degrees of freedom when cases share documents) and each of its parts' the same way, label
-counts, parse failures, errors and
-the cases the mean leaves out because they failed, the judge's noise; LLM calls by role; failed
-cases by kind."""
+counts, parse failures, errors and the cases the mean leaves out because they failed, the judge's
+noise; LLM calls by role; failed cases by kind."""
 
 from __future__ import annotations
 
