@@ -28,7 +28,7 @@ PUBLIC = {
     "CalibratedMean", "ClaimAgreement", "Cost", "JudgeCard", "LabelsInfo", "SettingLeniency",
     "JurorVerdict", "JurySummary", "JurorSummary", "JuryCard", "JurorCard", "SweepJury",
     "AnswersInfo", "GateOutcome", "GateVerdict", "Compliance", "SequentialOutcome",
-    "SequenceInterval",
+    "SequenceInterval", "AppliedMarks", "VerdictAgreement", "VerdictMark",
     # events
     "RunStart", "CaseEnd", "RunEnd",
     # backends and retrievers

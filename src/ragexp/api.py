@@ -49,6 +49,7 @@ from ragexp.metrics import Judge, Metric, ReadsMean, RegisterMetric, Sample, str
 from ragexp.results import (
     AnswersInfo,
     AppliedLabel,
+    AppliedMarks,
     CalibratedMean,
     CallCount,
     CaseResult,
@@ -77,6 +78,8 @@ from ragexp.results import (
     SettingLeniency,
     Summary,
     SweepJury,
+    VerdictAgreement,
+    VerdictMark,
 )
 from ragexp.retrieval.base import EndpointFactory, Retriever, RetrieverSpec
 from ragexp.systems.interface import System, SystemAnswer, SystemContext, SystemSpec
@@ -86,6 +89,7 @@ __version__ = _version("ragexp")
 __all__ = [
     "AnswersInfo",
     "AppliedLabel",
+    "AppliedMarks",
     "Backend",
     "BackendError",
     "BackendSpec",
@@ -168,6 +172,8 @@ __all__ = [
     "SystemFailed",
     "SystemSpec",
     "TrackingConfig",
+    "VerdictAgreement",
+    "VerdictMark",
     "__version__",
     "hookimpl",
     "strip_reasoning",

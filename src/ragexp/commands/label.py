@@ -108,12 +108,13 @@ def run(args: argparse.Namespace) -> int:
             return _pull(target, args, vocab)
         drawn = draw(target.jobs, args.n, args.seed)
         metrics = _metrics(target, vocab)
-        if args.action == "export":
-            return _export(target, drawn, metrics, args, vocab)
+        if args.action == "export":  # a sheet holds labels, not marks of verdicts
+            return _export(target, drawn, [m for m in metrics if vocab[m]], args, vocab)
         out = args.out or target.labels_path
         label_in_terminal(
             target, drawn, {m: vocab[m] for m in metrics}, out=out,
-            sample=sample_name(args.seed, args.n), primary=metrics[0] if metrics else "",
+            sample=sample_name(args.seed, args.n),
+            primary=next((m for m in metrics if vocab[m]), ""),
             labeler=args.labeler,
         )  # fmt: skip
         print(f"ragexp: use them with labels={out} on the same command as the run or sweep")

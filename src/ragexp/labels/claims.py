@@ -50,8 +50,7 @@ def ask_claims(
             file=stdout,
         )
         stdout.flush()
-        key = _key(read_key)
-        print({"y": "yes", "n": "no", "s": "skip", "u": "undo", "q": "quit"}[key], file=stdout)
+        key = read_mark(stdout, read_key)
         if key in CLAIM_KEYS:
             marks.append(CLAIM_KEYS[key])
         elif key == "u" and marks:
@@ -68,6 +67,14 @@ def judge_mark(row: Mapping[str, Any]) -> str:
     if row["supported"]:
         return f"supported by {row['chunk']}" if row.get("chunk") else "supported"
     return "unsupported"
+
+
+def read_mark(stdout: TextIO, read_key: Callable[[], str]) -> str:
+    """The next mark key (``y``, ``n``, or ``s``/``u``/``q``), echoed as its word; other keys
+    are ignored, and Ctrl-C, Ctrl-D or the end of input are ``q``."""
+    key = _key(read_key)
+    print({"y": "yes", "n": "no", "s": "skip", "u": "undo", "q": "quit"}[key], file=stdout)
+    return key
 
 
 def _key(read_key: Callable[[], str]) -> str:

@@ -1,8 +1,10 @@
 """``ragexp label RUN_OR_SWEEP``: label the drawn answers in the terminal, one keystroke per
 label (``y``/``p``/``n`` for faithfulness, ``1``–``5`` for answer relevance; ``s`` skip, ``u``
 undo, ``q`` save and quit); for a metric that checked claims, one ``y``/``n`` per claim
-(`ragexp.labels.claims`). Every label is written the moment it is given; a new session resumes
-where the last one stopped (what the labels file already holds is not asked again)."""
+(`ragexp.labels.claims`); for a metric that takes marks instead of labels (``diagnostics``), one
+``y``/``n`` per verdict of its verifier (`ragexp.labels.verdicts`). Every label is written the
+moment it is given; a new session resumes where the last one stopped (what the labels file
+already holds is not asked again)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import TextIO, TypeVar
 from ragexp.errors import ConfigError
 from ragexp.labels.claims import ask_claims, claims_label, claims_to_mark
 from ragexp.labels.draw import Drawn, Target
+from ragexp.labels.verdicts import ask_verdicts, verdicts_to_mark
 from ragexp.results.labels import (
     HumanLabel,
     Line,
@@ -30,6 +33,7 @@ from ragexp.results.labels import (
     read_labels,
     write_labels,
 )
+from ragexp.results.verdicts import MARKED, VerdictMark
 from ragexp.stats.calibration import case_scores, labels_needed
 
 RESERVED = {"s": "skip", "u": "undo", "q": "quit"}
@@ -114,7 +118,12 @@ def label_in_terminal(
         )
     have = read_labels(out, vocabularies) if out.exists() else []
     done = {label.key() for label in have}
-    tasks = [Task(d, m) for d in drawn for m in vocabularies if m in d.case.metrics]
+    tasks = [
+        Task(d, m)
+        for d in drawn
+        for m in vocabularies
+        if m in d.case.metrics and (vocabularies[m] or verdicts_to_mark(d.case, m))
+    ]
     todo = [t for t in tasks if t.key() not in done]
 
     def show(task: Task, session: Sequence[HumanLabel]) -> None:
@@ -128,7 +137,7 @@ def label_in_terminal(
         return HumanLabel(
             case_id=task.item.case.case_id, answer_sha256=task.item.answer_sha256,
             metric=task.metric, label=given[0], labeler=labeler, sample=sample,
-            claims=given[1],
+            claims=given[1], verdicts=given[2],
         )  # fmt: skip
 
     with cbreak(stdin) as read_key:
@@ -174,24 +183,45 @@ def ask_in_turn(
     return session
 
 
+Given = tuple[str, list[bool] | None, list[VerdictMark] | None]
+"""A label, with the person's mark of each claim or of each verdict when the metric asks them."""
+
+
 def _label_of(
     stdout: TextIO, read_key: Callable[[], str], task: Task, vocabulary: Mapping[str, float]
-) -> tuple[str, list[bool] | None] | str:
+) -> Given | str:
     """The person's label of the task (with their mark of each claim, when the metric checked
-    claims), or the reserved key they pressed instead (``s``, ``u``, ``q``)."""
+    claims; of each verdict, when the metric takes marks instead of labels), or the reserved
+    key they pressed instead (``s``, ``u``, ``q``)."""
+    width = min(shutil.get_terminal_size((100, 24)).columns, 110)
+    if not vocabulary:
+        return _marks_of(stdout, read_key, task, width)
     rows = claims_to_mark(task.item.case, task.metric)
     if not rows or not set(vocabulary) >= {"YES", "PARTIAL", "NO"}:
         keys = keys_for(vocabulary)
         key = _ask(stdout, read_key, task.metric, keys)
-        return key if key in RESERVED else (keys[key], None)
-    width = min(shutil.get_terminal_size((100, 24)).columns, 110)
+        return key if key in RESERVED else (keys[key], None, None)
     print(f"\n{task.metric}: mark each claim the judge found in the answer", file=stdout)
     marks = ask_claims(stdout, read_key, rows, lambda line: _wrap(line, width, indent="    "))
     if isinstance(marks, str):
         return marks
     label = claims_label(marks)
     print(f"{task.metric}: {label} ({sum(marks)} of {len(marks)} claims supported)", file=stdout)
-    return label, marks
+    return label, marks, None
+
+
+def _marks_of(stdout: TextIO, read_key: Callable[[], str], task: Task, width: int) -> Given | str:
+    """A person's mark of each verdict of the metric's verifier (`ragexp.labels.verdicts`)."""
+    case = task.item.case
+    print(_wrap("Reference: " + (case.reference or "(none)"), width), file=stdout)
+    print(f"\n{task.metric}: mark each verdict of the judge's verifier", file=stdout)
+    verdicts = verdicts_to_mark(case, task.metric)
+    marks = ask_verdicts(stdout, read_key, verdicts, lambda line: _wrap(line, width, indent="    "))
+    if isinstance(marks, str):
+        return marks
+    same = sum(v.said == m.mark for v, m in zip(verdicts, marks, strict=True))
+    print(f"{task.metric}: {same} of {len(marks)} verdicts as the judge said", file=stdout)
+    return MARKED, None, marks
 
 
 def _ask(stdout: TextIO, read_key: Callable[[], str], metric: str, keys: Mapping[str, str]) -> str:

@@ -115,6 +115,18 @@ class TakesLabels(Protocol):
 
 
 @runtime_checkable
+class MarksVerdicts(Protocol):
+    """Optional: a metric whose answers people do not label but whose verifier's verdicts they
+    mark one by one (``diagnostics``: each answer claim against the chunks and the reference,
+    each reference claim against the chunks and the answer), in the terminal labeller. Its
+    ``details`` hold ``claims`` and ``reference_claims`` rows in diagnostics's shape
+    (`ragexp.results.verdicts`). The marks grade the verifier on the judge card per kind of
+    verdict; they correct no mean (the metric's score is no label)."""
+
+    marks_verdicts: bool
+
+
+@runtime_checkable
 class AsksJudgeVariants(Protocol):
     """Optional: a metric that asks the judge with other settings for some calls (another
     model, more tokens): each variant is a name and the judge config keys it changes, e.g.
@@ -218,6 +230,11 @@ def label_scores(metric: object) -> dict[str, float] | None:
     """The metric's label vocabulary (`TakesLabels`), or None when it declares none."""
     scores = getattr(metric, "label_scores", None)
     return dict(scores) if isinstance(scores, Mapping) and scores else None
+
+
+def marks_verdicts(metric: object) -> bool:
+    """The metric takes marks of its verdicts instead of labels (`MarksVerdicts`)."""
+    return getattr(metric, "marks_verdicts", False) is True
 
 
 def read_mean(

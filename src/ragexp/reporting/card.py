@@ -6,7 +6,8 @@ from __future__ import annotations
 from ragexp.reporting.markdown import code, text
 from ragexp.reporting.wording import compliance_cell, num, pct
 from ragexp.results.replies import Compliance
-from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency
+from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency, VerdictAgreement
+from ragexp.results.verdicts import KINDS
 from ragexp.stats.agreement import judge_of
 from ragexp.stats.judge_card import CardNumbers
 from ragexp.stats.ranking import SweepSummary
@@ -86,6 +87,33 @@ def card_model(
     )
 
 
+def verdicts_card(
+    agreements: list[VerdictAgreement],
+    *,
+    metric: str,
+    judge: str,
+    self_judge: bool,
+    n_marked: int,
+    compliance: Compliance | None = None,
+) -> JudgeCard:
+    """The card of a metric that takes marks of its verdicts instead of labels
+    (``diagnostics``): the verifier against people per kind of verdict, no label, no kappa."""
+    compared = sum(a.compared for a in agreements)
+    agreed = sum(a.agreed for a in agreements)
+    verdict = (
+        f"{agreed} of {compared} of its verdicts agree with people's marks "
+        f"({pct(agreed / compared)})"
+        if compared
+        else "no marked verdict to compare (the claims marked were extracted anew, or the "
+        "judge gave no verdict on them)"
+    )
+    return JudgeCard(
+        metric=metric, judge=judge, n_labels=n_marked, agreement=None, kappa=None,
+        leniency=None, self_judge=self_judge, verdict=verdict, compliance=compliance,
+        verdicts=agreements,
+    )  # fmt: skip
+
+
 def _interval(low: float | None, high: float | None, *, signed: bool = True) -> str:
     if low is None or high is None:
         return ""
@@ -95,6 +123,8 @@ def _interval(low: float | None, high: float | None, *, signed: bool = True) -> 
 
 def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
     """The card as a markdown section."""
+    if card.verdicts and not card.labels:
+        return _verdicts_markdown(card, level)
     lines = [
         f"{level} Judge {code(card.judge)} on {card.metric}: {card.verdict}",
         "",
@@ -142,6 +172,29 @@ def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
     return [*lines, ""]
 
 
+def _verdicts_markdown(card: JudgeCard, level: str) -> list[str]:
+    """The card of a metric that takes marks of its verdicts: a row per kind of verdict."""
+    lines = [
+        f"{level} Judge {code(card.judge)} on {card.metric}: {card.verdict}",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| marked answers | {card.n_labels} |",
+    ]
+    for v in card.verdicts:
+        kind = KINDS.get(v.kind)
+        if kind is not None:
+            lines.append(f"| {kind.title} | {claims_row(v, called=kind.called)} |")
+    lines.append(f"| self-judge | {SELF_JUDGE_ROW if card.self_judge else 'no'} |")
+    if card.compliance is not None:
+        lines.append(f"| replies as the prompt asked | {compliance_cell(card.compliance)} |")
+    note = (
+        f"People's marks grade {card.metric}'s verifier only: its score is no label, so its "
+        "mean is not corrected."
+    )
+    return [*lines, "", f"- {note}", ""]
+
+
 def _notes(card: JudgeCard) -> list[str]:
     notes = []
     if card.not_random:
@@ -164,14 +217,14 @@ def _notes(card: JudgeCard) -> list[str]:
     return ["", *(f"- {note}" for note in notes)] if notes else []
 
 
-def claims_row(claims: ClaimAgreement) -> str:
+def claims_row(claims: ClaimAgreement, *, called: str = "supported") -> str:
     """``14 of 16 claims agree (88%); 2 the judge called supported were not, 0 the reverse (5
-    answers marked)``."""
+    answers marked)``; ``called`` is what the judge said yes to (a kind of verdict's word)."""
     if not claims.compared:
         return f"no claim the judge verified was marked ({claims.n_answers} answers marked)"
     return (
         f"{claims.agreed} of {claims.compared} claims agree "
-        f"({pct(claims.agreed / claims.compared)}); {claims.lenient} the judge called supported "
+        f"({pct(claims.agreed / claims.compared)}); {claims.lenient} the judge called {called} "
         f"were not, {claims.strict} the reverse ({claims.n_answers} answers marked)"
     )
 

@@ -3,6 +3,7 @@ dir's files, and a sweep's jobs as they are read back from disk."""
 
 from ragexp.results.case import (
     AppliedLabel,
+    AppliedMarks,
     CaseResult,
     Judgement,
     JurorVerdict,
@@ -29,11 +30,14 @@ from ragexp.results.summary import (
     PartSummary,
     SettingLeniency,
     Summary,
+    VerdictAgreement,
 )
+from ragexp.results.verdicts import VerdictMark
 
 __all__ = [
     "AnswersInfo",
     "AppliedLabel",
+    "AppliedMarks",
     "CalibratedMean",
     "CallCount",
     "CaseResult",
@@ -62,4 +66,6 @@ __all__ = [
     "SettingLeniency",
     "Summary",
     "SweepJury",
+    "VerdictAgreement",
+    "VerdictMark",
 ]

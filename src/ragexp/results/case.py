@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragexp.results.replies import UNPARSED, ReplyKind, reply_kind
+from ragexp.results.verdicts import VerdictMark
 
 DETAIL_CHARS = 8000
 """The most of an ``error_detail`` kept (its end: a traceback's last frames and the error)."""
@@ -118,6 +119,17 @@ class AppliedLabel(_Model):
     """The person's mark of each claim the metric checked (supported or not), in its order."""
 
 
+class AppliedMarks(_Model):
+    """A person's marks of this answer's verdicts (from ``labels=...``), for a metric that takes
+    marks instead of labels (``diagnostics``): they grade the verifier, they score nothing."""
+
+    labeler: str | None = None
+    random: bool = True
+    """Drawn at random by ragexp's sampler."""
+    verdicts: list[VerdictMark] = Field(default_factory=list)
+    """Each as the person marked it, with the claim it speaks of (`ragexp.results.verdicts`)."""
+
+
 class MetricResult(_Model):
     """One metric's verdict on one case."""
 
@@ -147,6 +159,9 @@ class MetricResult(_Model):
     judgement when ``judge.repeats`` > 1)."""
     human: list[AppliedLabel] = Field(default_factory=list)
     """People's labels of this answer, when the run was given some (``labels=...``)."""
+    marks: list[AppliedMarks] = Field(default_factory=list)
+    """People's marks of this answer's verdicts, for a metric that takes marks instead of labels
+    (``diagnostics``), when the run was given some."""
     parts: dict[str, float | None] = Field(default_factory=dict)
     """Named sub-scores of this case, each in [0, 1] or None (not computable here), when the
     metric measures several things at once (``diagnostics``: ``claim_recall``,

@@ -8,6 +8,13 @@ is accepted instead. ``label`` is in the metric's own vocabulary (its ``label_sc
 ``labeler``, ``note`` and ``sample`` are optional; ``sample`` says the answer was drawn at random
 by ragexp's sampler (the correction of the means assumes a random sample). A label belongs to one
 answer: it applies to every run whose case has that exact answer, never to another one.
+
+A metric that takes marks instead of labels (``diagnostics``: its vocabulary is empty) has lines
+with ``"label": "marked"`` and ``verdicts``, a person's mark of each verdict of its verifier
+(`ragexp.results.verdicts`):
+
+    {"case_id": "demo-01", "answer_sha256": "9f2c…", "metric": "diagnostics", "label": "marked",
+     "verdicts": [{"kind": "answer_in_chunks", "claim": "The park opens at 8.", "mark": true}]}
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragexp.errors import ConfigError, first_line
-from ragexp.results.case import AppliedLabel, CaseResult
+from ragexp.results.case import AppliedLabel, AppliedMarks, CaseResult
 from ragexp.results.jsonl import json_lines
+from ragexp.results.verdicts import KINDS, MARKED, VerdictMark
 
 LABELS_FILE = "labels.jsonl"
 """Where the labeller and ``ragexp label import`` store labels, in a run or sweep dir."""
 
 Vocabularies = Mapping[str, Mapping[str, float]]
-"""metric -> its labels and their scores (`ragexp.metrics.label_scores`)."""
+"""metric -> its labels and their scores (`ragexp.metrics.label_scores`); empty for a metric
+that takes marks of its verdicts instead (`ragexp.metrics.MarksVerdicts`)."""
 
 
 class HumanLabel(BaseModel):
@@ -46,6 +55,9 @@ class HumanLabel(BaseModel):
     claims: list[bool] | None = None
     """A person's mark of each claim the metric checked, in its order (supported or not); the
     label is then derived from the marks (`ragexp.labels.claims.claims_label`)."""
+    verdicts: list[VerdictMark] | None = None
+    """For a metric that takes marks instead of labels (``diagnostics``): the person's mark of
+    each verdict of its verifier, with the claim it speaks of; the label is then ``marked``."""
 
     def key(self) -> tuple[str, str, str]:
         return (self.case_id, self.answer_sha256, self.metric)
@@ -94,20 +106,46 @@ def parse_label(
     if metric not in vocabularies:
         known = ", ".join(sorted(vocabularies)) or "none"
         raise ConfigError(f"{where}: unknown metric '{metric}'; metrics that take labels: {known}")
-    label = canonical_label(data["label"], vocabularies[metric])
-    if label is None:
-        allowed = ", ".join(vocabularies[metric])
-        raise ConfigError(
-            f"{where}: label {data['label']!r} is not one of {metric}'s labels ({allowed})"
-        )
+    label = _label(data, where, metric, vocabularies[metric])
     data.update(case_id=str(data["case_id"]), metric=metric, label=label)
     if sample is not None and not data.get("sample"):
         data["sample"] = sample
     try:
-        return HumanLabel.model_validate(data)
+        parsed = HumanLabel.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    unknown = sorted({m.kind for m in parsed.verdicts or []} - set(KINDS))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown kind of verdict {unknown[0]!r}; kinds: {', '.join(KINDS)}"
+        )
+    return parsed
+
+
+def _label(
+    data: Mapping[str, object], where: str, metric: str, vocabulary: Mapping[str, float]
+) -> str:
+    """The line's label as the vocabulary spells it; for a metric that takes marks of its
+    verdicts instead (an empty vocabulary), ``marked``, and the marks must be there."""
+    if not vocabulary:
+        if str(data["label"]).lower() != MARKED or not isinstance(data.get("verdicts"), list):
+            raise ConfigError(
+                f"{where}: {metric} takes marks of its verdicts, not a label: give "
+                f"'label': '{MARKED}' and 'verdicts', or mark them with `ragexp label RUN`"
+            )
+        return MARKED
+    label = canonical_label(data["label"], vocabulary)
+    if label is None:
+        raise ConfigError(
+            f"{where}: label {data['label']!r} is not one of {metric}'s labels "
+            f"({', '.join(vocabulary)})"
+        )
+    if data.get("verdicts") is not None:
+        raise ConfigError(
+            f"{where}: 'verdicts' are marks for a metric that takes no label; {metric} takes one"
+        )
+    return label
 
 
 def read_labels(path: Path, vocabularies: Vocabularies) -> list[HumanLabel]:
@@ -177,6 +215,16 @@ class LabelIndex:
             if not found or result.error:
                 continue
             self._used.add(key)
+            if not self.vocabularies[name]:
+                result.marks = [
+                    AppliedMarks(
+                        labeler=label.labeler,
+                        random=label.sample is not None,
+                        verdicts=label.verdicts or [],
+                    )
+                    for label in found.values()
+                ]
+                continue
             result.human = [
                 AppliedLabel(
                     label=label.label,

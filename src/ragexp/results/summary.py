@@ -98,6 +98,16 @@ class ClaimAgreement(BaseModel):
     """Claims the judge called unsupported that people found supported."""
 
 
+class VerdictAgreement(ClaimAgreement):
+    """The verifier against people on one kind of verdict, where people marked the verdicts of
+    a metric that takes marks instead of labels (``diagnostics``; `ragexp.results.verdicts`):
+    ``lenient`` counts verdicts the judge said yes to that people did not."""
+
+    kind: str
+    """``answer_in_chunks``, ``answer_in_reference``, ``reference_in_chunks`` or
+    ``reference_in_answer``."""
+
+
 class JudgeCard(BaseModel):
     """How right the judge is, against people's labels of the same answers."""
 
@@ -137,6 +147,9 @@ class JudgeCard(BaseModel):
     """Labels not drawn at random by ragexp's sampler."""
     claims: ClaimAgreement | None = None
     """Claim by claim, where people marked claims (else None)."""
+    verdicts: list[VerdictAgreement] = Field(default_factory=list)
+    """For a metric that takes marks instead of labels (``diagnostics``): the verifier against
+    people per kind of verdict; the label fields are then empty (no label, no kappa)."""
     labels_needed: int | None = None
     """Labels (per job, in a sweep) for a corrected interval of ±0.05 on this metric, from the
     variances measured so far."""

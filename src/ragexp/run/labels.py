@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragexp.config.schema import RunConfig
-from ragexp.metrics.interface import label_scores
+from ragexp.metrics.interface import label_scores, marks_verdicts
 from ragexp.plugins.manager import Registry
-from ragexp.reporting.card import card_model
+from ragexp.reporting.card import card_model, verdicts_card
 from ragexp.reporting.jury import jury_model
 from ragexp.results.case import CaseResult
 from ragexp.results.labels import LabelIndex, Vocabularies, read_labels
 from ragexp.results.summary import CalibratedMean, LabelsInfo, Summary
 from ragexp.stats.calibration import case_scores, labels_needed
-from ragexp.stats.claims import claim_agreement
+from ragexp.stats.claims import claim_agreement, marked_answers, verdict_agreement
 from ragexp.stats.judge_card import judge_card, labelled_answers
 from ragexp.stats.jury_card import jury_card
 from ragexp.tracking.assessments import pull_labels
@@ -30,12 +30,15 @@ class RunLabels:
 
 
 def vocabularies(registry: Registry, metrics: Sequence[str]) -> Vocabularies:
-    """The label vocabulary of each of ``metrics`` that declares one (``label_scores``)."""
-    found = {}
+    """The label vocabulary of each of ``metrics`` that declares one (``label_scores``); an
+    empty one for a metric that takes marks of its verdicts instead (`MarksVerdicts`)."""
+    found: dict[str, dict[str, float]] = {}
     for name in metrics:
         scores = label_scores(registry.metrics[name])
         if scores is not None:
             found[name] = scores
+        elif marks_verdicts(registry.metrics[name]):
+            found[name] = {}
     return found
 
 
@@ -77,6 +80,14 @@ def conclude_labels(
     )
     for name, m in summary.metrics.items():
         if name not in index.vocabularies:
+            continue
+        if not index.vocabularies[name]:  # marks of its verdicts: a card, no corrected mean
+            if marked_answers(cases, name):
+                m.judge_card = verdicts_card(
+                    verdict_agreement(cases, name), metric=name, judge=judge,
+                    self_judge=self_judge, n_marked=marked_answers(cases, name),
+                    compliance=m.compliance,
+                )  # fmt: skip
             continue
         scores = case_scores(cases, name)
         estimate = scores.ppi()

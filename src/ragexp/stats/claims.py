@@ -1,13 +1,15 @@
 """The judge against people claim by claim: where a person marked each claim a metric checked
 (``faithfulness_claims`` in the terminal labeller), how many of the judge's verdicts they share,
-and which way the others lean."""
+and which way the others lean; where a person marked each verdict of a metric that takes marks
+instead of labels (``diagnostics``), the same per kind of verdict."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ragexp.results.case import CaseResult
-from ragexp.results.summary import ClaimAgreement
+from ragexp.results.summary import ClaimAgreement, VerdictAgreement
+from ragexp.results.verdicts import KINDS, matched, verdicts_of
 
 
 def claim_agreement(cases: Sequence[CaseResult], metric: str) -> ClaimAgreement | None:
@@ -38,4 +40,45 @@ def claim_agreement(cases: Sequence[CaseResult], metric: str) -> ClaimAgreement 
         return None
     return ClaimAgreement(
         n_answers=answers, compared=compared, agreed=agreed, lenient=lenient, strict=strict
+    )
+
+
+def verdict_agreement(cases: Sequence[CaseResult], metric: str) -> list[VerdictAgreement]:
+    """Per kind of verdict (`ragexp.results.verdicts.KINDS`, in their order), over the answers
+    of ``cases`` whose verdicts people marked for ``metric``; [] when none were. A mark counts
+    only while its claim is still the one the judge checked (a re-extraction that changed the
+    claims makes it stale); unverified verdicts are left out (nothing to grade)."""
+    answers: dict[str, set[tuple[str, int]]] = {name: set() for name in KINDS}
+    pairs: dict[str, list[tuple[bool, bool]]] = {name: [] for name in KINDS}
+    """kind -> (the judge's verdict, the person's mark), each verdict marked."""
+    for case in cases:
+        result = case.metrics.get(metric)
+        if result is None or result.error or not result.marks:
+            continue
+        verdicts = verdicts_of(result.details)
+        for n, marks in enumerate(result.marks):
+            for verdict, person in matched(verdicts, marks.verdicts):
+                answers[verdict.kind.name].add((case.case_id, n))
+                pairs[verdict.kind.name].append((verdict.said, person))
+    return [
+        VerdictAgreement(
+            kind=name,
+            n_answers=len(answers[name]),
+            compared=len(said),
+            agreed=sum(judge == person for judge, person in said),
+            lenient=sum(judge and not person for judge, person in said),
+            strict=sum(person and not judge for judge, person in said),
+        )
+        for name, said in pairs.items()
+        if said
+    ]
+
+
+def marked_answers(cases: Sequence[CaseResult], metric: str) -> int:
+    """People's marks of ``metric``'s verdicts applied to ``cases`` (one per person and
+    answer)."""
+    return sum(
+        len(result.marks)
+        for case in cases
+        if (result := case.metrics.get(metric)) is not None and not result.error
     )

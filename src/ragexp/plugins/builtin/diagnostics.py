@@ -153,6 +153,8 @@ class Diagnostics:
     calls are ``faithfulness_claims``'s, under its version)."""
     needs_judge = True
     calls_cached_as = (FaithfulnessClaims.name, FaithfulnessClaims.version)
+    marks_verdicts = True
+    """People mark its verifier's verdicts claim by claim (`MarksVerdicts`); no label."""
 
     Options = ClaimOptions
 
