@@ -82,11 +82,11 @@ def conclude_labels(
         if name not in index.vocabularies:
             continue
         if not index.vocabularies[name]:  # marks of its verdicts: a card, no corrected mean
-            if marked_answers(cases, name):
+            marked = marked_answers(cases, name)
+            if marked:
                 m.judge_card = verdicts_card(
                     verdict_agreement(cases, name), metric=name, judge=judge,
-                    self_judge=self_judge, n_marked=marked_answers(cases, name),
-                    compliance=m.compliance,
+                    self_judge=self_judge, n_marked=marked, compliance=m.compliance,
                 )  # fmt: skip
             continue
         scores = case_scores(cases, name)
