@@ -183,7 +183,7 @@ def race(means: dict[str, float], reps: int, seed: int) -> tuple[float, float, f
     for _ in range(reps):
         shift = rng.uniform(-0.1, 0.1, CASES)
         scores = {job: (rng.random(CASES) < m + shift).astype(float) for job, m in means.items()}
-        state = Race(list(means))
+        state = Race(list(means), horizon=CASES)  # as the racing sweeper tunes it
         for start in range(0, CASES, BATCH):
             alive = state.survivors
             state.update({job: scores[job][start : start + BATCH] for job in alive})

@@ -5,6 +5,7 @@ time, against scipy's paired t-test re-tested after every batch (the trap), side
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -57,6 +58,67 @@ def test_bounds_are_the_libraries_on_the_same_data(name: str) -> None:
         assert sequence.interval() == pytest.approx(expected, abs=1e-9), look
     assert sequence.cases == 400
     assert sequence.mean == pytest.approx(np.mean(x))
+
+
+def hedged_by_hand(
+    x: list[float], alpha: float, horizon: int | None = None, side: str = "both"
+) -> tuple[float, float]:
+    """The sequence's bounds after the last of ``x`` (scores in [0, 1], a case a unit), written
+    out unit by unit from Waudby-Smith & Ramdas' construction: the bet of unit j from the units
+    before it (a running variance from one pseudo-unit of variance 1/4, scaled by j log(1 + j),
+    or by max(horizon, j)); ``side="lower"``: only the capital betting the mean is above m, at
+    threshold 1/alpha, with its bets at log(1 / alpha), a one-sided lower bound."""
+    grid = np.linspace(0.0, 1.0, 1001)
+    log_plus, log_minus, worst = np.zeros(1001), np.zeros(1001), np.full(1001, -np.inf)
+    total, squares, level = 0.5, 0.25, 2 / alpha if side == "both" else 1 / alpha
+    for j, value in enumerate(x, start=1):
+        scale = j * math.log(1 + j) if horizon is None else max(horizon, j)
+        bet = math.sqrt(2 * math.log(level) / (squares / j * scale))
+        total += value
+        squares += (value - total / (j + 1)) ** 2
+        with np.errstate(divide="ignore"):
+            plus = np.minimum(bet, 0.5 / grid)
+            minus = np.minimum(bet, 0.5 / (1 - grid))
+        log_plus += np.log1p(plus * (value - grid))
+        log_minus += np.log1p(-minus * (value - grid))
+        if side == "both":
+            worst = np.maximum(worst, np.maximum(log_plus, log_minus) + math.log(0.5))
+        else:
+            worst = np.maximum(worst, log_plus)
+    kept = np.flatnonzero(worst < math.log(1 / alpha))
+    return max(0.0, grid[kept[0]] - 0.001), min(1.0, grid[kept[-1]] + 0.001)
+
+
+@pytest.mark.parametrize("horizon", [None, 50, 400])
+def test_bets_tuned_to_a_horizon_are_the_constructions(horizon: int | None) -> None:
+    """By hand: untuned (the library's bounds, `REFERENCE`), tuned to the set's length, and
+    tuned to 50 cases of 200 (the bets shrink past it); and the two-sided sequence at 2 alpha
+    has the lower bound of the one-sided one at alpha (a race reads it so)."""
+    x = reference_data()["scores"][:200]
+    sequence = mean_sequence(0.05, horizon=horizon)
+    sequence.update(x)
+    assert sequence.interval() == pytest.approx(hedged_by_hand(x, 0.05, horizon), abs=1e-12)
+    two_sided = mean_sequence(2 * 0.05 / 3, horizon=horizon)
+    two_sided.update(x)
+    lower, _ = hedged_by_hand(x, 0.05 / 3, horizon, side="lower")
+    assert two_sided.interval()[0] == pytest.approx(lower, abs=1e-12)
+
+
+def test_a_horizon_narrows_the_sequence_near_it_and_widens_it_early() -> None:
+    """Two independent 0/1 labels of chance 0.85 and 0.75 (Δ = 0.10) over 800 cases, tuned to
+    800 or not: the tuned sequence is wider after 20 cases and narrower after 800."""
+    rng = np.random.default_rng(39)
+    diff = (rng.random(800) < 0.85).astype(float) - (rng.random(800) < 0.75)
+    tuned, untuned = difference_sequence(horizon=800), difference_sequence()
+    widths = []
+    for start in range(0, 800, 20):
+        tuned.update(diff[start : start + 20])
+        untuned.update(diff[start : start + 20])
+        widths.append((tuned.half_width(), untuned.half_width()))
+    assert widths[0][0] > widths[0][1]
+    assert widths[-1][0] < 0.8 * widths[-1][1]
+    with pytest.raises(ValueError, match="horizon"):
+        mean_sequence(horizon=0)
 
 
 def test_one_batch_or_many_give_the_same_sequence() -> None:
@@ -249,10 +311,15 @@ def test_under_the_null_wrong_verdicts_stay_under_alpha_and_the_trap_inflates(
 def _coverage_world(
     rng: np.random.Generator, world: str
 ) -> tuple[np.ndarray, list[str] | None, float]:
-    """Scores, clusters and the true mean: Beta(2, 5) scores (mean 2/7); 0/1 labels in
+    """Scores, clusters and the true mean: the paired difference of two independent 0/1
+    labels of chance 0.85 and 0.75 (mean 0.10, a race's closest pair); Beta(2, 5) scores (mean
+    2/7); 0/1 labels in
     documents of n = 1-5 cases whose chance p = 0.2 n − 0.1 grows with their size (the mean
     over cases E[n p] / E[n] = (0.2 · 11 − 0.1 · 3) / 3 = 19/30, the mean of document means
     E[p] = 0.5); or documents of 5 cases that all share one fair coin's label (mean 0.5)."""
+    if world == "difference":
+        b, a = rng.random(CASES) < 0.85, rng.random(CASES) < 0.75
+        return b.astype(float) - a, None, 0.10
     if world == "none":
         return rng.beta(2, 5, CASES), None, 2 / 7
     if world == "shared":
@@ -264,14 +331,19 @@ def _coverage_world(
     return x, [str(d) for d in doc], 19 / 30 if world == "cases" else 0.5
 
 
-def _coverage(world: str, seed: int) -> tuple[float, float]:
+def _coverage(world: str, seed: int, horizon: int | None = None) -> tuple[float, float]:
     """Share of runs whose sequence held the true mean at every look, and the last half-width."""
     rng = np.random.default_rng(seed)
     weighting: Weighting = "clusters" if world == "clusters" else "cases"
     covered = 0
     for _ in range(REPS):
         x, clusters, truth = _coverage_world(rng, world)
-        sequence = mean_sequence(weighting=weighting, max_cluster_size=5 if clusters else 1)
+        shape = {"max_cluster_size": 5 if clusters else 1, "horizon": horizon}
+        sequence = (
+            difference_sequence(**shape)  # type: ignore[arg-type]
+            if world == "difference"
+            else mean_sequence(weighting=weighting, **shape)  # type: ignore[arg-type]
+        )
         seen, inside = 0, True
         for end in _looks(clusters or [str(i) for i in range(CASES)]):
             sequence.update(x[seen:end], clusters[seen:end] if clusters else None)
@@ -282,8 +354,11 @@ def _coverage(world: str, seed: int) -> tuple[float, float]:
     return covered / REPS, sequence.half_width()
 
 
-@pytest.mark.parametrize("world", ["none", "cases", "clusters", "shared"])
-def test_coverage_at_every_look(world: str) -> None:
-    coverage, half_width = _coverage(world, seed=7)
+@pytest.mark.parametrize("world", ["difference", "none", "cases", "clusters", "shared"])
+@pytest.mark.parametrize("horizon", [None, CASES, CASES // 4])
+def test_coverage_at_every_look(world: str, horizon: int | None) -> None:
+    """Untuned bets, bets tuned to the last look, and tuned to a quarter of it (past which
+    they shrink): the sequence holds the true mean at every look in at least 95% of runs."""
+    coverage, half_width = _coverage(world, seed=7, horizon=horizon)
     assert coverage >= 0.95
     assert half_width < 0.2  # and it says something: at 400 cases it is not the whole range

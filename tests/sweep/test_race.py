@@ -30,12 +30,13 @@ def _race(
     mlflow: bool = False,
     env: dict[str, str] | None = None,
     share: int = 1,
+    effect: float = EFFECT,
 ) -> tuple[Any, Path, Any]:
     cases = make_cases(tmp, N_CASES, share)
     with skill_service(share) as service:
         result = run_ragexp(
             "system=http", f"system.url={service.url}", "dataset=custom",
-            f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={EFFECT}",
+            f"dataset.cases={cases}", "metrics=[hit_rate]", f"compare.effect={effect}",
             "hydra.sweep.dir=sweep", "hydra/sweeper=race", f"hydra.sweeper.batch={BATCH}",
             *args, "-m", f"system.options.skill={skills}", cwd=tmp, mlflow=mlflow, env=env,
         )  # fmt: skip
@@ -54,13 +55,17 @@ def score(skill: str, n: int) -> float:
     return 0.0 if fails(skill, n) else hit(skill, n)
 
 
-def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
+def _expected(
+    skills: list[str], alpha: float = 0.05, margin: float = EFFECT
+) -> list[dict[str, Any]]:
     """The race's rounds, computed here from the planted hit rule: every pair's confidence
-    sequence (Bonferroni over the pairs), a skill dropped once a rival's lower bound over it
-    passes the effect, until one is left or the cases run out."""
+    sequence (each side at alpha over a skill's rivals, so two-sided at twice that), tuned to
+    the golden set's cases, a skill dropped once a rival's lower bound over it passes the
+    margin, until one is left or the cases run out."""
     pairs = list(itertools.combinations(skills, 2))
-    sequences = {pair: difference_sequence(alpha / len(pairs)) for pair in pairs}
-    means = {skill: mean_sequence(alpha / len(skills)) for skill in skills}
+    each_side = alpha / (len(skills) - 1)
+    sequences = {pair: difference_sequence(2 * each_side, horizon=N_CASES) for pair in pairs}
+    means = {skill: mean_sequence(alpha / len(skills), horizon=N_CASES) for skill in skills}
     alive = list(skills)
     rounds = []
     for number in range(1, N_CASES // BATCH + 1):
@@ -80,7 +85,7 @@ def _expected(skills: list[str], alpha: float = 0.05) -> list[dict[str, Any]]:
                 else:
                     low, high = sequences[(rival, job)].interval()
                     lower, upper = -high, -low
-                if lower > EFFECT:
+                if lower > margin:
                     dropped[job] = (rival, lower, upper)
                     break
         intervals = {
@@ -178,7 +183,8 @@ def test_race_json_matches_the_race_computed_from_the_planted_rates(
             job: (got["means"][job], pytest.approx(lo), pytest.approx(hi))
             for job, (lo, hi) in want["looks"].items()
         }
-    assert race["pair_alpha"] == pytest.approx(0.05 / 3)
+    assert race["pair_alpha"] == pytest.approx(2 * 0.05 / 2)  # each side at 0.05 / 2 rivals
+    assert (race["margin"], race["horizon"]) == (EFFECT, N_CASES)
     assert race["stopped"] == "one configuration remains"
     assert race["golden_set"] == N_CASES
 
@@ -215,12 +221,12 @@ def test_a_budget_of_rounds_stops_the_race(tmp_path: Path) -> None:
 def test_a_budget_of_judge_calls_stops_the_race_once_the_rounds_made_that_many(
     tmp_path: Path,
 ) -> None:
-    """``good`` and ``half`` answer alike, so the judge is asked once per case (the second job's
+    """``good`` and ``nine`` answer alike, so the judge is asked once per case (the second job's
     judgement comes from the cache, and so do the earlier rounds' cases): 10 calls a round.
     A budget of 15 stops the race after round 2, at the 20 calls the judge's server saw."""
     with FakeOllama(models=OLLAMA_MODELS) as server:
         _, sweep, _ = _race(
-            tmp_path, "good,half", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
+            tmp_path, "good,nine", "judge=ollama", "metrics=[hit_rate,answer_relevance]",
             "hydra.sweeper.max_calls=15", env={"OLLAMA_HOST": server.url},
         )  # fmt: skip
         rounds = json.loads((sweep / "race.json").read_text())["rounds"]
@@ -228,7 +234,7 @@ def test_a_budget_of_judge_calls_stops_the_race_once_the_rounds_made_that_many(
     race = json.loads((sweep / "race.json").read_text())
     assert race["stopped"] == "the budget of 15 judge calls is reached"
     assert [r["cases"] for r in rounds] == [10, 20]
-    assert race["survivors"] == ["skill=good", "skill=half"]  # not yet told apart at 20 cases
+    assert race["survivors"] == ["skill=good", "skill=nine"]  # not yet told apart at 20 cases
     assert race["judge_calls"] == chats == 20 and race["max_calls"] == 15
     assert (
         "Judge calls made: 20 (calls from the cache not counted), of a budget of 15."
@@ -308,8 +314,9 @@ def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_pa
     assert [r["cases"] for r in race["rounds"]] == boundaries == [12, 24, 36]
     assert race["clusters"] == boundaries[-1] // share
     assert race["max_cluster_size"] == share
-    clustered = difference_sequence(0.05, max_cluster_size=share)
-    naive = difference_sequence(0.05)
+    # two configurations: each side at alpha; tuned to the race's units, documents or cases
+    clustered = difference_sequence(0.1, max_cluster_size=share, horizon=N_CASES // share)
+    naive = difference_sequence(0.1, horizon=N_CASES)
     start = 0
     for entry, end in zip(race["rounds"], boundaries, strict=True):
         cases = range(start, end)
@@ -333,7 +340,7 @@ def test_a_round_runs_on_to_the_last_case_of_every_cluster_it_started() -> None:
     order = ["a1", "b1", "a2", "c1", "d1", "c2", "e1", "e2"]
     clusters = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "c2": "C", "d1": "D", "e1": "E"}
     record = RaceRecord(
-        metric="m", effect=0.0, alpha=0.05, batch=2, max_cases=None, max_rounds=None,
+        metric="m", effect=0.0, margin=0.0, alpha=0.05, batch=2, max_cases=None, max_rounds=None,
         jobs=["x", "y"], race=Race(["x", "y"]), order=order, clusters=clusters,
     )  # fmt: skip
     assert [record.boundary(n) for n in range(1, 9)] == [3, 3, 3, 6, 6, 6, 7, 8]
@@ -388,14 +395,14 @@ def test_a_configuration_that_fails_cases_scores_them_worst_and_cannot_win_for_i
         ((lo, hi),) = [(i["lower"], i["upper"]) for i in got["intervals"]]
         assert (lo, hi) == tuple(pytest.approx(x) for x in want["intervals"][PLANTED_PAIR])
         assert got["means"] == pytest.approx({"skill=crashy": 0.5, "skill=nine": 0.9})  # failed: 0
-    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 40 cases
-    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.066),
-                                                           pytest.approx(0.666), 40)  # fmt: skip
+    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 30 cases
+    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.078),
+                                                           pytest.approx(0.71), 30)  # fmt: skip
     assert race["stopped"] == "one configuration remains"
     assert race["survivors"] == ["skill=nine"] and race["leader"] == "skill=nine"
-    assert race["failed_cases"] == {"skill=crashy": 20, "skill=nine": 0}  # of the 40 cases
+    assert race["failed_cases"] == {"skill=crashy": 15, "skill=nine": 0}  # of the 30 cases
     assert race["unpaired_cases"] == 0
-    assert "skill=crashy 20." in (sweep / "race.md").read_text()
+    assert "skill=crashy 15." in (sweep / "race.md").read_text()
 
 
 PLANTED_PAIR = ("skill=crashy", "skill=nine")

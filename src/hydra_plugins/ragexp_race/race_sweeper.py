@@ -28,7 +28,12 @@ class RaceSweeperConf:
     """Stop once the rounds' judge calls reach this many (calls from the cache not counted;
     checked after each round). None: no budget of calls."""
     alpha: float = 0.05
-    """The race's error, split over every pair of configurations (Bonferroni)."""
+    """The race's error, in (0, 0.5): the chance that the best configuration is ever dropped
+    (each pair's sequence one-sided at alpha / (k − 1) each way, Bonferroni over one
+    configuration's k − 1 rivals)."""
+    margin: float | None = None
+    """Drop a configuration once another is better than it by more than this (>= 0; 0: once
+    it is worse at all). None: ``compare.effect``."""
     params: dict[str, str] | None = None
     """Swept values from the config, as BasicSweeper's ``hydra.sweeper.params``."""
 
@@ -51,9 +56,13 @@ class RaceSweeper(Sweeper):
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
+        from ragexp.errors import RagexpError, fail
         from ragexp.sweep import race
 
-        self.race = race.RaceSweeper(**self.params)
+        try:
+            self.race = race.RaceSweeper(**self.params)
+        except RagexpError as exc:  # a bad hydra.sweeper.* value: one line, not a traceback
+            fail(exc)
         self.race.setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: list[str]) -> Any:

@@ -3,14 +3,22 @@ scored on the same next batch of cases, in the same order, so differences stay p
 each batch, the confidence sequence of every surviving pair's mean difference
 (`ragexp.stats.sequential`) decides who is dropped.
 
-A job is dropped once another surviving job is better than it by more than ``effect`` (the
-sequence of their difference lies wholly above ``effect``; ``effect=0`` drops a job once it is
-worse at all). The error is split over the comparisons made, by Bonferroni over every pair of
-the starting jobs: each pair's sequence runs at ``alpha / (k (k − 1) / 2)`` for k jobs, fixed
-before the first batch. Every sequence is valid at every look, so the chance that any of them
-ever misses its pair's difference is at most ``alpha``; outside that event no job is dropped for
-a rival that is not better than it by more than ``effect``, so the best job survives with
-chance at least 1 − ``alpha``, however long the race goes on and whenever it stops.
+A job is dropped once another surviving job is better than it by more than ``margin`` (the
+sequence of their difference lies wholly above ``margin``; ``margin=0`` drops a job once it is
+worse at all; by default ``margin`` is ``effect``). The error controlled is the one a race must
+not make: dropping a job that is in fact not worse than its rival by more than ``margin``. A
+job i is dropped only through the lower bound of some (rival − i); each pair's sequence is
+two-sided at ``2 alpha / (k − 1)`` for k jobs, which is two one-sided sequences, each at
+``alpha / (k − 1)`` (`ragexp.stats.sequential`: its capital is the larger of the two sides',
+halved, so it reaches 1/(2 alpha / (k − 1)) exactly when one side's reaches (k − 1)/alpha).
+For any given job i, the k − 1 lower bounds that could drop it all hold, at every look, with
+chance at least 1 − ``alpha`` (Bonferroni over its k − 1 rivals), and while they hold i is
+dropped only by a rival better than it by more than ``margin``. So **the best job** (any job
+that no rival beats by more than ``margin``) **is dropped with chance at most** ``alpha``,
+however long the race goes on and whenever it stops. The guarantee is per job, not over every
+drop at once: that some job somewhere is dropped wrongly can be likelier (at most k ``alpha``),
+which changes no answer about the best. The sequences are tuned to the race's length when the
+caller knows it (``horizon``: the most units a job can take, `ConfidenceSequence`).
 
 A case a job failed on (the system raised, or the metric did) counts against that job, as in
 every comparison of ragexp (`ragexp.stats.paired.paired_scores`): scored `ragexp.stats.paired.WORST`
@@ -23,8 +31,8 @@ intervals hold together): what a plot of the race shows narrowing; the drops rea
 
 The race is decided (`Race.decided`) when one job remains, or when every surviving pair is
 ``within effect`` (their sequences say they do not differ by ``effect``: no batch can still
-tell them apart at that size; with ``effect=0`` no pair ever is). A budget is the caller's to
-count.
+tell them apart at that size; with ``effect=0`` no pair ever is), whatever the ``margin``. A
+budget is the caller's to count.
 """
 
 from __future__ import annotations
@@ -90,23 +98,32 @@ class Race:
         weighting: Weighting = "cases",
         max_cluster_size: int = 1,
         grid: int = GRID,
+        margin: float | None = None,
+        horizon: int | None = None,
     ) -> None:
         if len(set(jobs)) != len(jobs) or len(jobs) < 2:
             raise ValueError("a race needs at least two jobs, each named once")
+        if margin is not None and margin < 0:
+            raise ValueError("a race's margin is at least 0")
         self.jobs = list(jobs)
         self.effect = effect
-        self.pair_alpha = alpha / (len(jobs) * (len(jobs) - 1) / 2)
-        """Each pair's level: Bonferroni over every pair of the starting jobs."""
-        self.pairs: dict[tuple[str, str], ConfidenceSequence] = {}
-        for pair in itertools.combinations(self.jobs, 2):
-            self.pairs[pair] = difference_sequence(
-                self.pair_alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid
+        self.margin = effect if margin is None else margin
+        """A job is dropped once a rival is better than it by more than this."""
+        self.pair_alpha = 2 * alpha / (len(jobs) - 1)
+        """Each pair's two-sided level: each side at ``alpha / (k − 1)``, Bonferroni over the
+        k − 1 rivals of one job."""
+        self.pairs: dict[tuple[str, str], ConfidenceSequence] = {
+            pair: difference_sequence(
+                self.pair_alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid,
+                horizon=horizon,
             )
+            for pair in itertools.combinations(self.jobs, 2)
+        }  # fmt: skip
         """The sequence of Δ = b − a for each pair (a before b in ``jobs``)."""
         self.means = {
             job: mean_sequence(
                 alpha / len(jobs), weighting=weighting, max_cluster_size=max_cluster_size,
-                grid=grid,
+                grid=grid, horizon=horizon,
             )
             for job in self.jobs
         }  # fmt: skip
@@ -176,7 +193,7 @@ class Race:
         return new
 
     def _drops(self, alive: list[str]) -> list[Drop]:
-        """Each surviving job that a surviving rival beats by more than ``effect`` (the first
+        """Each surviving job that a surviving rival beats by more than ``margin`` (the first
         such rival in job order), all judged on this batch's sequences."""
         drops: list[Drop] = []
         for job in alive:
@@ -184,7 +201,7 @@ class Race:
                 if rival == job:
                     continue
                 lower, upper = self.interval(job, rival)
-                if lower > self.effect:
+                if lower > self.margin:
                     drops.append(Drop(job, self.rounds, self.cases, rival, lower, upper))
                     break
         return drops

@@ -12,7 +12,13 @@ processes, one betting that the mean is above m and one that it is below,
 
 with λ⁺ⱼ(m) = min(λⱼ, c / m), λ⁻ⱼ(m) = min(λⱼ, c / (1 − m)), c = `TRUNCATION`, and the bet
 λⱼ = √(2 log(2 / α) / (σ̂²ⱼ₋₁ · j log(1 + j))) read from the units before unit j only (σ̂² a
-running variance that starts at 1/4). Under the true mean K is a nonnegative martingale, so by
+running variance that starts at 1/4). Given a ``horizon`` n (the most units the caller will
+take, known before the first), the bets are tuned to be tightest there instead: λⱼ =
+√(2 log(2 / α) / (σ̂²ⱼ₋₁ · max(n, j))), up to n the authors' bets for a known sample size
+(``fixed_n`` of ``confseq``'s ``lambda_predmix_eb``), past it shrinking as 1 / √j so the
+sequence still narrows. Either way λⱼ reads only the units before j, which is all the guarantee
+below needs; a horizon makes the sequence wider early and narrower near n (docs/decisions.md
+has figures). Under the true mean K is a nonnegative martingale, so by
 Ville's inequality it ever reaches 1/α with probability at most α: the sequence is every m whose
 capital never reached 1/α at any unit so far (the running intersection), widened by one grid
 step each side to hold every mean between grid points. It is valid at every unit, so at every
@@ -70,7 +76,9 @@ class ConfidenceSequence:
 
     ``max_cluster_size`` is the bound N of ``weighting="cases"`` (the module's docstring): the
     most cases any cluster can have, fixed before the first batch; without clusters keep it 1
-    (a larger N is still valid, only wider). ``grid`` is the number of grid steps."""
+    (a larger N is still valid, only wider). ``grid`` is the number of grid steps. ``horizon``:
+    the units the caller will take at most, to tune the bets for (the module's docstring; None:
+    the untuned bets, as ``confseq``'s ``hedged_cs``)."""
 
     def __init__(
         self,
@@ -81,10 +89,14 @@ class ConfidenceSequence:
         weighting: Weighting = "cases",
         max_cluster_size: int = 1,
         grid: int = GRID,
+        horizon: int | None = None,
     ) -> None:
         if not 0 < alpha < 1 or high <= low or max_cluster_size < 1 or grid < 2:
             raise ValueError("a confidence sequence needs 0 < alpha < 1, low < high, sizes ≥ 1")
+        if horizon is not None and horizon < 1:
+            raise ValueError("a horizon is at least one unit")
         self.alpha, self.low, self.high = alpha, low, high
+        self.horizon = horizon
         self.weighting: Weighting = weighting
         self.max_cluster_size = max_cluster_size if weighting == "cases" else 1
         self.grid = np.linspace(0.0, 1.0, grid + 1)
@@ -162,7 +174,8 @@ class ConfidenceSequence:
         running = PRIOR_VARIANCE + self._sum_sq_resid + np.cumsum(resid2)
         variance_before = (running - resid2) / j
         self._sum_sq_resid = float(running[-1] - PRIOR_VARIANCE)
-        bet = np.sqrt(2 * math.log(2 / self.alpha) / (variance_before * j * np.log1p(j)))
+        scale = j * np.log1p(j) if self.horizon is None else np.maximum(self.horizon, j)
+        bet = np.sqrt(2 * math.log(2 / self.alpha) / (variance_before * scale))
         return np.asarray(np.nan_to_num(bet, nan=0.0, posinf=0.0))
 
     def _bet(self, sums: np.ndarray, sizes: np.ndarray) -> None:
@@ -218,10 +231,11 @@ def mean_sequence(
     weighting: Weighting = "cases",
     max_cluster_size: int = 1,
     grid: int = GRID,
+    horizon: int | None = None,
 ) -> ConfidenceSequence:
     """The sequence of a metric's mean, scores in [0, 1]."""
     return ConfidenceSequence(
-        alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid
+        alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid, horizon=horizon
     )
 
 
@@ -231,11 +245,12 @@ def difference_sequence(
     weighting: Weighting = "cases",
     max_cluster_size: int = 1,
     grid: int = GRID,
+    horizon: int | None = None,
 ) -> ConfidenceSequence:
     """The sequence of a mean paired difference Δ = B − A, differences in [−1, 1]."""
     return ConfidenceSequence(
         alpha, low=-1.0, high=1.0, weighting=weighting, max_cluster_size=max_cluster_size,
-        grid=grid,
+        grid=grid, horizon=horizon,
     )  # fmt: skip
 
 

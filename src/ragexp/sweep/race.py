@@ -1,7 +1,9 @@
 """The racing sweeper (``hydra/sweeper=race``, issue 39): the sweep's configurations run in
 rounds on the same growing prefix of the golden set, and a configuration is dropped once the
 race's confidence sequences (`ragexp.stats.race.Race`) show another better than it by more
-than ``compare.effect``.
+than ``margin`` (``hydra.sweeper.margin``; by default ``compare.effect``; 0: worse at all). The
+sequences are tuned to the race's length: the units (cases, or clusters) of the cases it may
+take (the golden set, ``dataset.limit`` or ``max_cases``).
 
 Each round runs every surviving configuration with ``dataset.limit`` = ``batch`` cases more than the
 race has seen, to the end of the clusters they start (the first cases of the golden set, in its
@@ -63,11 +65,20 @@ class RaceSweeper(Sweeper):
         max_cases: int | None = None,
         max_calls: int | None = None,
         alpha: float = ALPHA,
+        margin: float | None = None,
         params: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         if batch < 1:
             raise ConfigError(f"hydra.sweeper.batch={batch}: a round adds at least one case")
+        if margin is not None and not 0 <= margin < 1:
+            raise ConfigError(
+                f"hydra.sweeper.margin={margin}: a margin is a difference of means in [0, 1) "
+                "(0: drop a configuration once it is worse at all)"
+            )
+        if not 0 < alpha < 0.5:
+            raise ConfigError(f"hydra.sweeper.alpha={alpha}: the race's error is in (0, 0.5)")
+        self.margin = margin
         self.batch = batch
         self.rounds = rounds
         self.max_cases = max_cases
@@ -124,13 +135,18 @@ class RaceSweeper(Sweeper):
         chosen = OmegaConf.select(self.config, "compare.metric", default=None)
         metric = chosen or (metrics[0] if metrics else "")
         effect = float(OmegaConf.select(self.config, "compare.effect", default=0.0) or 0.0)
+        margin = effect if self.margin is None else self.margin
         limit = OmegaConf.select(self.config, "dataset.limit", default=None)
         caps = [c for c in (self.max_cases, limit) if c is not None]
         order, clusters = _case_order(self.config)
         largest = max(Counter(clusters.values()).values(), default=1)
-        race = Race(labels, effect=effect, alpha=self.alpha, max_cluster_size=largest)
+        units = len({clusters[case] for case in order[: min(caps, default=len(order))]})
+        race = Race(
+            labels, effect=effect, alpha=self.alpha, max_cluster_size=largest, margin=margin,
+            horizon=max(units, 1),
+        )  # fmt: skip
         return RaceRecord(
-            metric=metric, effect=effect, alpha=self.alpha, batch=self.batch,
+            metric=metric, effect=effect, margin=margin, alpha=self.alpha, batch=self.batch,
             max_cases=min(caps) if caps else None, max_rounds=self.rounds,
             max_calls=self.max_calls, jobs=labels,
             race=race, order=order, clusters=clusters,

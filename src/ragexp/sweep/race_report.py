@@ -53,6 +53,8 @@ class RoundRecord:
 class RaceRecord:
     metric: str
     effect: float
+    margin: float
+    """A configuration is dropped once another is better than it by more than this."""
     alpha: float
     batch: int
     max_cases: int | None
@@ -108,6 +110,7 @@ class RaceRecord:
         return {
             "metric": self.metric,
             "effect": self.effect,
+            "margin": self.margin,
             "alpha": self.alpha,
             "pair_alpha": race.pair_alpha,
             "batch": self.batch,
@@ -117,6 +120,7 @@ class RaceRecord:
             "golden_set": len(self.order),
             "clusters": self.n_clusters(),
             "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
+            "horizon": race.pairs[next(iter(race.pairs))].horizon,
             "configurations": self.jobs,
             "rounds": [
                 {
@@ -166,9 +170,10 @@ def render_markdown(record: RaceRecord, *, plot: bool = False) -> str:
         f"# Race on {record.metric}",
         "",
         f"A configuration is dropped once another is better than it by more than "
-        f"compare.effect={record.effect} on {record.metric}: the confidence sequence of their "
-        f"paired difference lies above it (each pair at α={race.pair_alpha:.4g}, Bonferroni "
-        f"over the {len(record.jobs)} configurations' pairs for α={record.alpha}).",
+        f"margin={record.margin} on {record.metric}: the confidence sequence of their paired "
+        f"difference lies above it (each side of a pair at α={race.pair_alpha / 2:.4g}, "
+        f"Bonferroni over a configuration's {len(record.jobs) - 1} rivals: the best is dropped "
+        f"with chance at most α={record.alpha}).",
         "",
         "| round | cases so far | survivors | dropped (rival − dropped: interval) |",
         "|---|---|---|---|",
