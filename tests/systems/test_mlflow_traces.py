@@ -203,3 +203,26 @@ def test_ragexps_own_traces_in_the_same_experiment_are_never_cases(
     run = validate_config(raw, replace(KNOWN, systems=frozenset({"ragexp", "mlflow_traces"})))
     dataset = traces_dataset(run.system, run)
     assert sorted(case.id for case in dataset.cases) == sorted(team)
+
+
+def test_each_retrieved_document_of_a_trace_has_an_id_of_its_own() -> None:
+    """The judge of a claim-level metric names chunks by id: numbered across the RETRIEVER spans,
+    the id a document gives kept (``chunk_id``, MLflow's ``Document.id``), one given twice
+    made unique."""
+    from types import SimpleNamespace
+
+    from ragexp.systems.mlflow_traces import retriever_contexts
+
+    def span(kind: str, outputs: Any) -> SimpleNamespace:
+        return SimpleNamespace(span_type=kind, outputs=outputs, parent_id="root")
+
+    doc = {"page_content": "b", "metadata": {"doc_uri": "b.md"}, "id": None}
+    spans = [
+        span("RETRIEVER", ["a", {"page_content": "x", "metadata": {}, "id": "node-7"}]),
+        span("RERANKER", ["not a context"]),
+        span("RETRIEVER", ["c", doc, {"text": "d", "chunk_id": "node-7"}]),
+    ]
+    trace = SimpleNamespace(data=SimpleNamespace(spans=spans))
+    assert [c.chunk_id for c in retriever_contexts(trace)] == [
+        "context #0", "node-7", "context #2", "b.md#3", "node-7#4",
+    ]  # fmt: skip

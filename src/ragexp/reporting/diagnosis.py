@@ -1,7 +1,8 @@
 """Why is B worse? The views of a `ragexp.stats.diagnosis.Diagnosis`: one sentence naming the
 component that moved (only where its intervals say so), the table of the parts' differences,
 the root causes of A and B side by side, and the JSON form (``compare --format json``, a
-sweep's summary.json, a gate's verdicts in summary.json). Run names come from users: in
+sweep's summary.json, a gate's verdicts in summary.json); a sweep's sentences in its summary.md,
+its terminal lines and its parent MLflow run's description. Run names come from users: in
 Markdown they pass through `ragexp.reporting.markdown`; part and cause names are ragexp's, but
 a cause another plugin wrote is escaped too. Every number is read from the diagnosis."""
 
@@ -188,3 +189,16 @@ def sweep_terminal(summary: SweepSummary) -> list[str]:
         if row.reference is not None
         for d in row.diagnoses
     ]
+
+
+def sweep_note(summary: SweepSummary) -> list[str]:
+    """The parent MLflow run's description's "why": one list item per job and metric with parts,
+    its sentence against its reference (the jobs' names as code); nothing when no job has one."""
+    items = [
+        f"- {code(row.job.label)}, {text(d.metric)}: "
+        f"{sentence(d, code(row.reference), code(row.job.label))}"
+        for row in summary.rows
+        if row.reference is not None
+        for d in row.diagnoses
+    ]
+    return ["**Why jobs differ from their reference**", "", *items, ""] if items else []

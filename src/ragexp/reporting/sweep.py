@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ragexp.reporting.card import card_markdown, card_terminal, ranking_notes, sweep_card_models
 from ragexp.reporting.cost import cost_section, front_cell, tokens_cell
-from ragexp.reporting.diagnosis import sweep_section, sweep_terminal
+from ragexp.reporting.diagnosis import sweep_note, sweep_section, sweep_terminal
 from ragexp.reporting.markdown import code, text
 from ragexp.reporting.plot import COST_PLOT_FILE
 from ragexp.reporting.sweep_jury import jury_section
@@ -195,6 +195,7 @@ def render_note(summary: SweepSummary, title: str) -> str:
             f"- {rank} **{text(row.job.label)}**: {values}{delta}: **{row.verdict}**{flag}"
         )
     lines += ["", *map(text, _notes(summary)), ""]
+    lines += sweep_note(summary)
     lines += _method(summary)
     lines += [
         "",

@@ -82,6 +82,8 @@ class JurorVerdict(_Model):
     """Prompt and completion tokens of its calls, where the backend reported them."""
     llm_calls: list[LLMCall] = Field(default_factory=list, exclude=True)
     """Its calls (kept for traces, not written to cases.jsonl)."""
+    parts: dict[str, float | None] = Field(default_factory=dict)
+    """Its parts, for a metric that has them (`MetricResult.parts`): the jury's are their mean."""
 
     def reply_kind(self) -> ReplyKind | None:
         """Its reply's kind (`ragexp.results.replies.reply_kind`)."""
@@ -167,7 +169,14 @@ class MetricResult(_Model):
     metric measures several things at once (``diagnostics``: ``claim_recall``,
     ``context_utilisation``...; `ragexp.results.diagnostics.PARTS`). Each part gets its own mean
     and interval in summary.json, its own MLflow metric (``<metric>/<part>``) and its own paired
-    difference in ``compare``; ``score`` stays the metric's one headline number."""
+    difference in ``compare``; ``score`` stays the metric's one headline number.
+
+    With ``judge.repeats=K``, the first judgement's, as its score, label and details are (the
+    repeats measure the judge's noise and enter no mean; the parts of one judgement belong
+    together: ``diagnostics``'s score is the F1 of its precision and claim recall). With
+    ``judge.panel``, each part is the mean of the jurors' values of it, over the jurors that voted
+    and gave it a value (None where none did; `ragexp.stats.jury.mean_parts`), whatever
+    ``judge.aggregate``: a part is a fraction measured by each juror, not a label to vote on."""
     details: dict[str, Any] | None = None
     """What a metric found beyond its label, as plain JSON, when it says more (None for most).
     ``faithfulness_claims``: ``claims``, a list of ``{"claim", "supported" (true, false, or

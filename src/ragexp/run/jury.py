@@ -1,7 +1,8 @@
 """A case's metric judged by a panel (``judge.panel``): every juror scores the answer with the
 metric as a lone judge would (its own endpoint, so its own calls and cache entries), and the
 jurors' verdicts make the jury's (`ragexp.stats.jury.aggregate`) when at least
-``judge.quorum`` of them gave one. Each juror's verdict is kept on the result (``jurors``)."""
+``judge.quorum`` of them gave one, its parts their mean (`ragexp.stats.jury.mean_parts`). Each
+juror's verdict is kept on the result (``jurors``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ragexp.config.llm import JudgeConfig
 from ragexp.llm.endpoint import Endpoint
 from ragexp.results.case import Judgement, JurorVerdict, LLMCall, MetricResult
 from ragexp.results.jury import BELOW_QUORUM
-from ragexp.stats.jury import Vote, aggregate
+from ragexp.stats.jury import Vote, aggregate, mean_parts
 
 
 @dataclass
@@ -73,6 +74,7 @@ async def _verdict(juror: Juror, ask: Ask, replicate: int) -> JurorVerdict:
         cached=sum(1 for c in calls if c.cached),
         tokens=sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in calls),
         llm_calls=calls,
+        parts=result.parts,
     )
 
 
@@ -97,7 +99,10 @@ def jury_result(verdicts: Sequence[JurorVerdict], judge: JudgeConfig) -> MetricR
     verdict = aggregate(votes, method)
     shown = " · ".join(f"{v.model}: {_outcome(v)}" for v in verdicts)
     raw = f"jury ({judge.aggregate} of {len(votes)} of {len(verdicts)}): {shown}"
-    return MetricResult(score=verdict.score, label=verdict.label, raw=raw, parse_ok=True)
+    parts = mean_parts([v.parts for v in verdicts if v.voted and v.score is not None])
+    return MetricResult(
+        score=verdict.score, label=verdict.label, raw=raw, parse_ok=True, parts=parts
+    )
 
 
 def _outcome(verdict: JurorVerdict) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,6 +48,17 @@ def aggregate(votes: Sequence[Vote], method: Method) -> Vote:
     scores = [v.score for v in votes]
     score = statistics.fmean(scores) if method == "mean" else statistics.median(scores)
     return Vote(score, _nearest(votes, score).label)
+
+
+def mean_parts(parts: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """The jury's parts (`MetricResult.parts`) from its voting jurors': each part the mean of
+    the values the jurors gave it (None where none gave one), every part any juror named."""
+    names = list(dict.fromkeys(name for given in parts for name in given))
+    means: dict[str, float | None] = {}
+    for name in names:
+        values = [v for given in parts if (v := given.get(name)) is not None]
+        means[name] = statistics.fmean(values) if values else None
+    return means
 
 
 def _key(vote: Vote) -> str:

@@ -149,19 +149,24 @@ def trace_response(trace: Any) -> Any:
 
 def retriever_contexts(trace: Any) -> list[RetrievedChunk]:
     """The documents of a trace's RETRIEVER spans, in order: MLflow's ``Document`` dicts
-    (``page_content``, ``metadata.doc_uri``), ragexp's own (``text``, ``doc_id``) or strings."""
-    chunks: list[RetrievedChunk] = []
+    (``page_content``, ``metadata.doc_uri``), ragexp's own (``text``, ``doc_id``) or strings;
+    numbered across the spans, so each has an id of its own within the trace (`read_chunks`)."""
+    outputs: list[Any] = []
     for span in trace.data.spans:
-        if span.span_type == "RETRIEVER":
-            chunks.extend(read_chunks(span.outputs))
-    return chunks
+        if span.span_type == "RETRIEVER" and _is_list(span.outputs):
+            outputs.extend(span.outputs)
+    return read_chunks(outputs)
 
 
 def read_chunks(items: Any) -> list[RetrievedChunk]:
-    """Contexts in any shape `ragexp.systems.shapes` reads, plus MLflow's ``doc_uri``."""
-    if not isinstance(items, Sequence) or isinstance(items, str):
+    """Contexts in any shape `ragexp.systems.shapes` reads, plus MLflow's ``doc_uri``. A chunk's
+    id is the one the item gives (``chunk_id``, else the ``Document``'s ``id``), else, as for the
+    other systems, ``<doc_id>#<n>`` or ``context #<n>`` (``n`` its position); an id an earlier
+    chunk took gets ``#<n>`` after it: the judge names chunks by id, so no two may share one."""
+    if not _is_list(items):
         return []
-    chunks = []
+    chunks: list[RetrievedChunk] = []
+    taken: set[str] = set()
     for n, item in enumerate(items):
         text, doc_id, score = read_context(item)
         meta = item.get("metadata") if isinstance(item, Mapping) else None
@@ -169,10 +174,26 @@ def read_chunks(items: Any) -> list[RetrievedChunk]:
             doc_id = str(meta["doc_uri"])
         if text is None:
             continue
-        given = item.get("chunk_id") if isinstance(item, Mapping) else None
-        chunk_id = str(given) if given else f"{doc_id}#{n}" if doc_id else f"context #{n}"
+        given = _given_id(item)
+        chunk_id = given or (f"{doc_id}#{n}" if doc_id else f"context #{n}")
+        if chunk_id in taken:
+            chunk_id = f"{chunk_id}#{n}"
+        taken.add(chunk_id)
         chunks.append(RetrievedChunk(doc_id=doc_id, chunk_id=chunk_id, score=score, text=text))
     return chunks
+
+
+def _is_list(items: Any) -> bool:
+    return isinstance(items, Sequence) and not isinstance(items, str | bytes)
+
+
+def _given_id(item: Any) -> str | None:
+    """The chunk id an item gives itself: ``chunk_id``, else ``id`` (MLflow's ``Document.id``,
+    which ragexp's own traces set to the chunk id)."""
+    if not isinstance(item, Mapping):
+        return None
+    given = next((item[k] for k in ("chunk_id", "id") if item.get(k) not in (None, "")), None)
+    return None if given is None else str(given)
 
 
 def text_of(value: Any, keys: Sequence[str]) -> str | None:
