@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from tests.cli_run import run_ragexp
+from tests.loopback import serving
 from tests.systems.world import dataset_args, make_world
 
 OPTION = "tok-Opt7Qz91xV"
@@ -73,14 +73,8 @@ class Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echo_port() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Echo) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def _leaks(folder: Path, texts: dict[str, str]) -> list[str]:

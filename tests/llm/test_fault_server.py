@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from ragexp.llm.ollama import OllamaBackend
 from ragexp.llm.retry import RetryPolicy
 from tests.backend_run import run
 from tests.fault_server import DROPS, FAULTS, FaultyOllama
+from tests.loopback import serving
 
 MODEL = "llama3.2:3b"
 
@@ -162,12 +162,8 @@ class _OtherApp(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def other_app() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _OtherApp)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_OtherApp) as url:
+        yield url
 
 
 def test_another_program_on_the_port(other_app: str) -> None:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from ragexp.config.system import SystemConfig
@@ -20,6 +19,7 @@ from ragexp.results.case import RetrievedChunk
 from ragexp.run.system import bound
 from ragexp.systems.interface import SystemAnswer
 from tests.cli_run import base_env
+from tests.loopback import serving
 from tests.ollama_server import FakeOllama
 from tests.systems.world import CASES, dataset_args, make_world
 
@@ -90,13 +90,8 @@ def huge_service() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/ask"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield f"{url}/ask"
 
 
 MEASURED = """\

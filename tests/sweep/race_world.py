@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from tests.loopback import serving
 
 HITS: dict[str, Callable[[int], bool]] = {
     "good": lambda n: True,
@@ -84,12 +86,6 @@ def skill_service(share: int = 1) -> Iterator[SkillService]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    service.url = f"http://127.0.0.1:{server.server_address[1]}/ask"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as url:
+        service.url = f"{url}/ask"
         yield service
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -12,14 +12,14 @@ judge is `ScriptedJudge` (the claims prompts) plus YES to the one-word faithfuln
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from tests.loopback import serving
 from tests.ollama_server import FAITHFULNESS_MARK
 from tests.plugins.builtin.diagnostics_world import (
     ScriptedJudge,
@@ -142,14 +142,8 @@ def serve_rows() -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/ask"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield f"{url}/ask"
 
 
 def log_rows() -> dict[str, str]:

@@ -7,10 +7,11 @@ method answers 405 (a probe by ``ragexp doctor`` is still an answer)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback import serving
 
 MODEL = "acme-rag-7b"
 """The model the service says answered."""
@@ -49,11 +50,5 @@ def _handler(uses_option: str | None) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def option_service(uses_option: str | None = None) -> Iterator[str]:
     """The service's base URL (``http://127.0.0.1:<port>``) while it runs."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(uses_option))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_handler(uses_option)) as url:
+        yield url
