@@ -5,10 +5,13 @@ set), a loopback fake Ollama server that counts the judge's calls.
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/race_cli.py                 # worlds 0, 1, 2
     PYTHONPATH=src:. .venv/bin/python benchmarks/race_cli.py --worlds 0 3 --margin 0.01
+    PYTHONPATH=src:. .venv/bin/python benchmarks/race_cli.py --guarantee family --no-gate
+    PYTHONPATH=src:. .venv/bin/python benchmarks/race_cli.py --worlds 0 --no-race    # the gate
 
 For each world seed it runs, through ``python -m ragexp``:
 
-- the race: ``hydra/sweeper=race hydra.sweeper.margin=<margin> -m generator.model=g60,...``
+- the race: ``hydra/sweeper=race hydra.sweeper.margin=<margin>
+  hydra.sweeper.guarantee=<guarantee> -m generator.model=g60,...``
   (batches of 20, ``compare.cluster=off``: every case its own document) and prints the judge calls
   the server saw (against the fixed design's 4 × 800), the leader, the survivors, the round each
   generator was dropped in and whether g85 ever was;
@@ -64,13 +67,16 @@ def common(data: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def race(world: int, data: Path, tmp: Path, margin: float, batch: int) -> dict[str, Any]:
+def race(
+    world: int, data: Path, tmp: Path, margin: float, batch: int, guarantee: str
+) -> dict[str, Any]:
     counted = Counted(world)
     started = time.perf_counter()
     with FakeOllama(models=[JUDGE, *RATES], responder=counted) as server:
         result = run_ragexp(
             *common(data), "hydra/sweeper=race", f"hydra.sweeper.batch={batch}",
-            f"hydra.sweeper.margin={margin}", "hydra.sweep.dir=sweep",
+            f"hydra.sweeper.margin={margin}", f"hydra.sweeper.guarantee={guarantee}",
+            "hydra.sweep.dir=sweep",
             "-m", f"generator.model={','.join(RATES)}",
             cwd=tmp, env={"OLLAMA_HOST": server.url}, timeout=3600,
         )  # fmt: skip
@@ -84,6 +90,7 @@ def race(world: int, data: Path, tmp: Path, margin: float, batch: int) -> dict[s
     }
     return {
         "world": world,
+        "guarantee": found["guarantee"],
         "judge calls": counted.calls,
         "race.json judge_calls": found["judge_calls"],
         "leader": str(found["leader"]).removeprefix("generator.model="),
@@ -125,8 +132,10 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--margin", type=float, default=0.0)
     parser.add_argument("--batch", type=int, default=20)
+    parser.add_argument("--guarantee", choices=["family", "each"], default="family")
     parser.add_argument("--gate-all", action="store_true")
     parser.add_argument("--no-gate", action="store_true")
+    parser.add_argument("--no-race", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="race_cli-") as scratch:
         data = Path(scratch) / "data"
@@ -134,7 +143,9 @@ def main() -> None:
         for world in args.worlds:
             tmp = Path(scratch) / f"world-{world}"
             (tmp / "race").mkdir(parents=True)
-            print(json.dumps(race(world, data, tmp / "race", args.margin, args.batch)), flush=True)
+            if not args.no_race:
+                found = race(world, data, tmp / "race", args.margin, args.batch, args.guarantee)
+                print(json.dumps(found), flush=True)
             if not args.no_gate and (args.gate_all or world == args.worlds[0]):
                 (tmp / "gate").mkdir()
                 print(json.dumps(gate(world, data, tmp / "gate")), flush=True)

@@ -9,7 +9,9 @@ Debian's libboost-dev, and imports only with numpy < 2. So, outside ragexp's env
     python3.9 -m venv /tmp/cs-venv && /tmp/cs-venv/bin/pip install confseq "numpy<2"
     /tmp/cs-venv/bin/python benchmarks/sequential_reference.py
 
-prints, for each data set, the bounds (lower, upper) at each look, rounded to 6 places.
+prints, for each data set, the bounds (lower, upper) at each look, rounded to 6 places; and the
+differences' again with ``trunc_scale=0.8`` (``diffs 0.8``: the gate's truncation,
+`ragexp.stats.sequential.GATE_TRUNCATION`).
 """
 
 from __future__ import annotations
@@ -35,10 +37,14 @@ def main() -> None:
     from confseq.betting import hedged_cs  # type: ignore[import-not-found]
 
     out = {}
-    for name, x in reference_data().items():
-        low, high = (-1.0, 1.0) if name == "diffs" else (0.0, 1.0)
+    data = reference_data()
+    runs = [(name, x, 0.5) for name, x in data.items()] + [("diffs 0.8", data["diffs"], 0.8)]
+    for name, x, trunc in runs:
+        low, high = (-1.0, 1.0) if name.startswith("diffs") else (0.0, 1.0)
         scaled = (np.array(x) - low) / (high - low)
-        lower, upper = hedged_cs(scaled, alpha=0.05, breaks=1000, running_intersection=True)
+        lower, upper = hedged_cs(
+            scaled, alpha=0.05, breaks=1000, running_intersection=True, trunc_scale=trunc
+        )
         bounds = [(lower[t - 1], upper[t - 1]) for t in LOOKS]
         out[name] = [tuple(round(low + b * (high - low), 6) for b in pair) for pair in bounds]
     print(json.dumps(out))

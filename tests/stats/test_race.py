@@ -1,5 +1,6 @@
-"""A race of configurations (`ragexp.stats.race`): the error split over pairs, what drops a job,
-and by simulation the planted world of issue 39 (true means 0.60, 0.70, 0.75 and 0.85 over 800
+"""A race of configurations (`ragexp.stats.race`) under ``guarantee="each"`` (the family's
+tests are tests/stats/test_race_guarantee.py): the error split over a job's rivals, what drops a
+job, and by simulation the planted world of issue 39 (true means 0.60, 0.70, 0.75 and 0.85 over 800
 cases: the best is never dropped and the race costs at most half of the fixed 4 × 800 design)
 and a null race (equal jobs: no job dropped, at most `ALPHA` of the time)."""
 
@@ -36,7 +37,7 @@ def _race(race: Race, scores: dict[str, np.ndarray], cases: int) -> int:
 def test_each_side_of_each_pair_runs_at_alpha_over_a_jobs_rivals() -> None:
     """Four jobs: a job has three rivals, so each one-sided bound that could drop it runs at
     0.05 / 3, and the pair's two-sided sequence at twice that."""
-    race = Race(["a", "b", "c", "d"])
+    race = Race(["a", "b", "c", "d"], guarantee="each")
     assert race.pair_alpha == pytest.approx(2 * 0.05 / 3)
     rng = np.random.default_rng(3)
     scores = _scores(rng, {"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5}, 100)
@@ -49,7 +50,7 @@ def test_each_side_of_each_pair_runs_at_alpha_over_a_jobs_rivals() -> None:
 
 
 def test_documents_are_the_units_of_every_pair() -> None:
-    race = Race(["a", "b", "c"], max_cluster_size=3)
+    race = Race(["a", "b", "c"], max_cluster_size=3, guarantee="each")
     clusters = [f"doc{i // 3}" for i in range(60)]
     rng = np.random.default_rng(5)
     scores = _scores(rng, {"a": 0.5, "b": 0.6, "c": 0.7}, 60)
@@ -100,7 +101,7 @@ def test_planted_world_the_best_survives_for_at_most_half_the_calls() -> None:
     rng = np.random.default_rng(39)
     reps, cases, best_dropped, calls, alone, named = 100, 800, 0, [], 0, 0
     for _ in range(reps):
-        race = Race(list(means), horizon=cases)  # as the sweeper tunes it: to the golden set
+        race = Race(list(means), horizon=cases, guarantee="each")  # tuned to the golden set
         calls.append(_race(race, _scores(rng, means, cases), cases))
         best_dropped += "g85" not in race.survivors
         alone += race.survivors == ["g85"]
@@ -119,7 +120,7 @@ def test_a_null_race_drops_any_given_job_at_most_alpha_of_the_time() -> None:
     reps, cases = 200, 400
     dropped = dict.fromkeys(means, 0)
     for _ in range(reps):
-        race = Race(list(means), horizon=cases)
+        race = Race(list(means), horizon=cases, guarantee="each")
         _race(race, _scores(rng, means, cases), cases)
         for drop in race.dropped:
             dropped[drop.job] += 1
@@ -133,7 +134,7 @@ def test_a_best_job_among_worse_ones_is_dropped_at_most_alpha_of_the_time() -> N
     rng = np.random.default_rng(11)
     reps, cases, dropped = 200, 400, 0
     for _ in range(reps):
-        race = Race(list(means), horizon=cases)
+        race = Race(list(means), horizon=cases, guarantee="each")
         scores = {job: (rng.random(cases) < m).astype(float) for job, m in means.items()}
         _race(race, scores, cases)
         dropped += "best" not in race.survivors
@@ -170,7 +171,7 @@ def test_a_failed_case_scores_worst_where_it_failed_and_one_failed_by_both_is_le
     every case. Left out, the failures would make ``crashy`` lead (1.0 against 0.8); scored 0,
     ``crashy`` is at 0.5 and is dropped, as the paired rule of `ragexp.stats.paired` implies.
     On a case both fail, the pair leaves it out."""
-    race = Race(["crashy", "steady"])
+    race = Race(["crashy", "steady"], guarantee="each")
     crashy = ["failed" if i % 2 else 1.0 for i in range(200)]
     race.update({"crashy": crashy, "steady": [0.8] * 200})
     alone = difference_sequence(2 * 0.05)  # one rival: each side at 0.05

@@ -61,7 +61,11 @@ def test_bounds_are_the_libraries_on_the_same_data(name: str) -> None:
 
 
 def hedged_by_hand(
-    x: list[float], alpha: float, horizon: int | None = None, side: str = "both"
+    x: list[float],
+    alpha: float,
+    horizon: int | None = None,
+    side: str = "both",
+    truncation: float = 0.5,
 ) -> tuple[float, float]:
     """The sequence's bounds after the last of ``x`` (scores in [0, 1], a case a unit), written
     out unit by unit from Waudby-Smith & Ramdas' construction: the bet of unit j from the units
@@ -77,8 +81,8 @@ def hedged_by_hand(
         total += value
         squares += (value - total / (j + 1)) ** 2
         with np.errstate(divide="ignore"):
-            plus = np.minimum(bet, 0.5 / grid)
-            minus = np.minimum(bet, 0.5 / (1 - grid))
+            plus = np.minimum(bet, truncation / grid)
+            minus = np.minimum(bet, truncation / (1 - grid))
         log_plus += np.log1p(plus * (value - grid))
         log_minus += np.log1p(-minus * (value - grid))
         if side == "both":

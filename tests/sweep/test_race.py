@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from ragexp.stats.race import GUARANTEE, Guarantee
 from ragexp.stats.sequential import difference_sequence, mean_sequence
 from tests.cli_run import OLLAMA_MODELS, mlflow_runs, mlflow_traces, run_ragexp
 from tests.ollama_server import FakeOllama
@@ -56,14 +57,19 @@ def score(skill: str, n: int) -> float:
 
 
 def _expected(
-    skills: list[str], alpha: float = 0.05, margin: float = EFFECT
+    skills: list[str],
+    alpha: float = 0.05,
+    margin: float = EFFECT,
+    guarantee: Guarantee = GUARANTEE,
 ) -> list[dict[str, Any]]:
     """The race's rounds, computed here from the planted hit rule: every pair's confidence
-    sequence (each side at alpha over a skill's rivals, so two-sided at twice that), tuned to
+    sequence (each side at alpha over every ordered pair of skills, ``family``, or over a
+    skill's rivals, ``each``; two-sided at twice that), tuned to
     the golden set's cases, a skill dropped once a rival's lower bound over it passes the
     margin, until one is left or the cases run out."""
     pairs = list(itertools.combinations(skills, 2))
-    each_side = alpha / (len(skills) - 1)
+    k = len(skills)
+    each_side = alpha / (k * (k - 1)) if guarantee == "family" else alpha / (k - 1)
     sequences = {pair: difference_sequence(2 * each_side, horizon=N_CASES) for pair in pairs}
     means = {skill: mean_sequence(alpha / len(skills), horizon=N_CASES) for skill in skills}
     alive = list(skills)
@@ -183,7 +189,8 @@ def test_race_json_matches_the_race_computed_from_the_planted_rates(
             job: (got["means"][job], pytest.approx(lo), pytest.approx(hi))
             for job, (lo, hi) in want["looks"].items()
         }
-    assert race["pair_alpha"] == pytest.approx(2 * 0.05 / 2)  # each side at 0.05 / 2 rivals
+    sides = 3 * 2 if GUARANTEE == "family" else 2  # ordered pairs, or one skill's rivals
+    assert (race["guarantee"], race["side_alpha"]) == (GUARANTEE, pytest.approx(0.05 / sides))
     assert (race["margin"], race["horizon"]) == (EFFECT, N_CASES)
     assert race["stopped"] == "one configuration remains"
     assert race["golden_set"] == N_CASES
@@ -314,9 +321,12 @@ def test_cases_that_share_a_document_move_together_and_widen_the_interval(tmp_pa
     assert [r["cases"] for r in race["rounds"]] == boundaries == [12, 24, 36]
     assert race["clusters"] == boundaries[-1] // share
     assert race["max_cluster_size"] == share
-    # two configurations: each side at alpha; tuned to the race's units, documents or cases
-    clustered = difference_sequence(0.1, max_cluster_size=share, horizon=N_CASES // share)
-    naive = difference_sequence(0.1, horizon=N_CASES)
+    # two configurations: 2 one-sided bounds, each at alpha / 2 under the family guarantee (at
+    # alpha under each); tuned to the race's units, documents or cases
+    level = 2 * race["side_alpha"]
+    assert level == pytest.approx(0.05 if GUARANTEE == "family" else 0.1)
+    clustered = difference_sequence(level, max_cluster_size=share, horizon=N_CASES // share)
+    naive = difference_sequence(level, horizon=N_CASES)
     start = 0
     for entry, end in zip(race["rounds"], boundaries, strict=True):
         cases = range(start, end)
@@ -395,14 +405,14 @@ def test_a_configuration_that_fails_cases_scores_them_worst_and_cannot_win_for_i
         ((lo, hi),) = [(i["lower"], i["upper"]) for i in got["intervals"]]
         assert (lo, hi) == tuple(pytest.approx(x) for x in want["intervals"][PLANTED_PAIR])
         assert got["means"] == pytest.approx({"skill=crashy": 0.5, "skill=nine": 0.9})  # failed: 0
-    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 30 cases
-    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.078),
-                                                           pytest.approx(0.71), 30)  # fmt: skip
+    ((rival, lower, upper),) = expected[-1]["drops"].values()  # at 40 cases (30 under each)
+    assert (rival, lower, upper, expected[-1]["cases"]) == ("nine", pytest.approx(0.092),
+                                                           pytest.approx(0.678), 40)  # fmt: skip
     assert race["stopped"] == "one configuration remains"
     assert race["survivors"] == ["skill=nine"] and race["leader"] == "skill=nine"
-    assert race["failed_cases"] == {"skill=crashy": 15, "skill=nine": 0}  # of the 30 cases
+    assert race["failed_cases"] == {"skill=crashy": 20, "skill=nine": 0}  # of the 40 cases
     assert race["unpaired_cases"] == 0
-    assert "skill=crashy 15." in (sweep / "race.md").read_text()
+    assert "skill=crashy 20." in (sweep / "race.md").read_text()
 
 
 PLANTED_PAIR = ("skill=crashy", "skill=nine")

@@ -28,9 +28,13 @@ class RaceSweeperConf:
     """Stop once the rounds' judge calls reach this many (calls from the cache not counted;
     checked after each round). None: no budget of calls."""
     alpha: float = 0.05
-    """The race's error, in (0, 0.5): the chance that the best configuration is ever dropped
-    (each pair's sequence one-sided at alpha / (k − 1) each way, Bonferroni over one
-    configuration's k − 1 rivals)."""
+    """The race's error, in (0, 0.5), as ``guarantee`` reads it."""
+    guarantee: str = "family"
+    """``family``: any configuration is ever dropped wrongly with chance at most alpha (each
+    side of each pair at alpha / (k (k − 1)), Bonferroni over all ordered comparisons);
+    ``each``: the best one is, and so is any given one (each side at alpha / (k − 1),
+    Bonferroni over one configuration's k − 1 rivals). A wrong drop: one by a rival not better
+    by more than ``margin``."""
     margin: float | None = None
     """Drop a configuration once another is better than it by more than this (>= 0; 0: once
     it is worse at all). None: ``compare.effect``."""

@@ -29,7 +29,7 @@ from ragexp.results.summary import GateVerdict
 from ragexp.stats.paired import outcome, paired_delta
 from ragexp.stats.sequential import (
     ConfidenceSequence,
-    difference_sequence,
+    gate_sequence,
     mean_sequence,
     not_worse,
     precise,
@@ -79,7 +79,7 @@ class SequentialDesign:
         self.means = {m: mean_sequence(max_cluster_size=largest) for m in config.metrics}
         margins = config.gate.margins(config.primary_metric()) if baseline is not None else {}
         self.differences = [
-            _Difference(m, margin, difference_sequence(max_cluster_size=largest))
+            _Difference(m, margin, gate_sequence(len(sizes), max_cluster_size=largest))
             for m, margin in margins.items()
         ]
         self.baseline = {case.case_id: case for case in baseline or []}

@@ -6,19 +6,25 @@ each batch, the confidence sequence of every surviving pair's mean difference
 A job is dropped once another surviving job is better than it by more than ``margin`` (the
 sequence of their difference lies wholly above ``margin``; ``margin=0`` drops a job once it is
 worse at all; by default ``margin`` is ``effect``). The error controlled is the one a race must
-not make: dropping a job that is in fact not worse than its rival by more than ``margin``. A
-job i is dropped only through the lower bound of some (rival − i); each pair's sequence is
-two-sided at ``2 alpha / (k − 1)`` for k jobs, which is two one-sided sequences, each at
-``alpha / (k − 1)`` (`ragexp.stats.sequential`: its capital is the larger of the two sides',
-halved, so it reaches 1/(2 alpha / (k − 1)) exactly when one side's reaches (k − 1)/alpha).
-For any given job i, the k − 1 lower bounds that could drop it all hold, at every look, with
-chance at least 1 − ``alpha`` (Bonferroni over its k − 1 rivals), and while they hold i is
-dropped only by a rival better than it by more than ``margin``. So **the best job** (any job
-that no rival beats by more than ``margin``) **is dropped with chance at most** ``alpha``,
-however long the race goes on and whenever it stops. The guarantee is per job, not over every
-drop at once: that some job somewhere is dropped wrongly can be likelier (at most k ``alpha``),
-which changes no answer about the best. The sequences are tuned to the race's length when the
-caller knows it (``horizon``: the most units a job can take, `ConfidenceSequence`).
+not make: dropping a job that is in fact not worse than its rival by more than ``margin`` (a
+wrong drop). A job i is dropped only through the lower bound of some (rival − i): k (k − 1)
+one-sided bounds for k jobs. Each pair's sequence is two-sided at ``pair_alpha`` = 2
+``side_alpha``, which is two one-sided sequences, each at ``side_alpha``
+(`ragexp.stats.sequential`: its capital is the larger of the two sides', halved). Every
+sequence is valid at every look, so by Bonferroni, however long the race goes on and whenever
+it stops, with ``guarantee``:
+
+- ``"family"`` (the default): ``side_alpha = alpha / (k (k − 1))``, over all ordered
+  comparisons: **no wrong drop anywhere in the race**, with chance at least 1 − ``alpha`` (a
+  null race of equal jobs drops any job at all at most ``alpha`` of the time);
+- ``"each"``: ``side_alpha = alpha / (k − 1)``, over the k − 1 rivals of one job: **any given
+  job, so the best** (one that no rival beats by more than ``margin``), **is dropped wrongly
+  with chance at most** ``alpha``; that some job somewhere is can be likelier (at most k
+  ``alpha``; 8.6% of null races of four equal jobs), which changes no answer about the best.
+  Narrower sequences, so fewer calls.
+
+The sequences are tuned to the race's length when the caller knows it (``horizon``: the most
+units a job can take, `ConfidenceSequence`).
 
 A case a job failed on (the system raised, or the metric did) counts against that job, as in
 every comparison of ragexp (`ragexp.stats.paired.paired_scores`): scored `ragexp.stats.paired.WORST`
@@ -40,6 +46,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -54,6 +61,13 @@ from ragexp.stats.sequential import (
     mean_sequence,
     separated,
 )
+
+Guarantee = Literal["family", "each"]
+"""What ``alpha`` bounds (the module's docstring): ``"family"``, the chance of any wrong drop in
+the race; ``"each"``, the chance that a given job (so the best) is dropped wrongly."""
+GUARANTEES: tuple[Guarantee, ...] = get_args(Guarantee)
+GUARANTEE: Guarantee = "family"
+"""The default guarantee (docs/decisions.md says why)."""
 
 Score = float | Outcome
 """One job's result on one case, as the race takes it: a score, or the case's
@@ -100,18 +114,25 @@ class Race:
         grid: int = GRID,
         margin: float | None = None,
         horizon: int | None = None,
+        guarantee: Guarantee = GUARANTEE,
     ) -> None:
         if len(set(jobs)) != len(jobs) or len(jobs) < 2:
             raise ValueError("a race needs at least two jobs, each named once")
         if margin is not None and margin < 0:
             raise ValueError("a race's margin is at least 0")
+        if guarantee not in GUARANTEES:
+            raise ValueError(f"a race's guarantee is one of {', '.join(GUARANTEES)}")
         self.jobs = list(jobs)
         self.effect = effect
         self.margin = effect if margin is None else margin
         """A job is dropped once a rival is better than it by more than this."""
-        self.pair_alpha = 2 * alpha / (len(jobs) - 1)
-        """Each pair's two-sided level: each side at ``alpha / (k − 1)``, Bonferroni over the
-        k − 1 rivals of one job."""
+        self.guarantee: Guarantee = guarantee
+        k = len(jobs)
+        self.side_alpha = alpha / (k * (k - 1)) if guarantee == "family" else alpha / (k - 1)
+        """Each one-sided bound's level: Bonferroni over the k (k − 1) ordered comparisons
+        (``"family"``) or over the k − 1 rivals of one job (``"each"``)."""
+        self.pair_alpha = 2 * self.side_alpha
+        """Each pair's two-sided level: its two one-sided bounds, each at ``side_alpha``."""
         self.pairs: dict[tuple[str, str], ConfidenceSequence] = {
             pair: difference_sequence(
                 self.pair_alpha, weighting=weighting, max_cluster_size=max_cluster_size, grid=grid,

@@ -60,6 +60,13 @@ score, 0.002 of a difference)."""
 TRUNCATION = 0.5
 """c: no bet stakes more than half of the capital that a loss could take (the library's
 ``trunc_scale``)."""
+GATE_TRUNCATION = 0.8
+"""c of a gate's sequences (`gate_sequence`): any c < 1 keeps a sequence valid. With Δ = 0 on
+every case (an unchanged system) the bets are capped by c / m, and the capital against −margin
+grows by about log(1 + c · margin) a case: at 0.8 the gate passes at the default margin 0.02
+after 280 of 800 cases, not 420. Its bets are tuned to the run's length, which keeps a noisy
+difference's bets below the cap: its stopping time is the same at 0.5 and 0.8
+(docs/decisions.md)."""
 PRIOR_MEAN = 0.5
 PRIOR_VARIANCE = 0.25
 """One pseudo-unit of mean 1/2 and variance 1/4 starts the running estimates the bets read."""
@@ -90,20 +97,24 @@ class ConfidenceSequence:
         max_cluster_size: int = 1,
         grid: int = GRID,
         horizon: int | None = None,
+        truncation: float = TRUNCATION,
     ) -> None:
         if not 0 < alpha < 1 or high <= low or max_cluster_size < 1 or grid < 2:
             raise ValueError("a confidence sequence needs 0 < alpha < 1, low < high, sizes ≥ 1")
+        if not 0 < truncation < 1:
+            raise ValueError("a truncation is in (0, 1): no bet may stake the whole capital")
         if horizon is not None and horizon < 1:
             raise ValueError("a horizon is at least one unit")
         self.alpha, self.low, self.high = alpha, low, high
         self.horizon = horizon
+        self.truncation = truncation
         self.weighting: Weighting = weighting
         self.max_cluster_size = max_cluster_size if weighting == "cases" else 1
         self.grid = np.linspace(0.0, 1.0, grid + 1)
         self._step = 1.0 / grid
         with np.errstate(divide="ignore"):
-            self._cap_plus = TRUNCATION / self.grid
-            self._cap_minus = TRUNCATION / (1.0 - self.grid)
+            self._cap_plus = truncation / self.grid
+            self._cap_minus = truncation / (1.0 - self.grid)
         self._log_plus = np.zeros(grid + 1)
         self._log_minus = np.zeros(grid + 1)
         self._worst = np.full(grid + 1, -np.inf)
@@ -246,12 +257,21 @@ def difference_sequence(
     max_cluster_size: int = 1,
     grid: int = GRID,
     horizon: int | None = None,
+    truncation: float = TRUNCATION,
 ) -> ConfidenceSequence:
     """The sequence of a mean paired difference Δ = B − A, differences in [−1, 1]."""
     return ConfidenceSequence(
         alpha, low=-1.0, high=1.0, weighting=weighting, max_cluster_size=max_cluster_size,
-        grid=grid, horizon=horizon,
+        grid=grid, horizon=horizon, truncation=truncation,
     )  # fmt: skip
+
+
+def gate_sequence(units: int, *, max_cluster_size: int = 1) -> ConfidenceSequence:
+    """The sequence of a gate's Δ = run − baseline (`not_worse` reads it): at `ALPHA`, its bets
+    tuned to the run's ``units`` (cases, or documents) and truncated at `GATE_TRUNCATION`."""
+    return difference_sequence(
+        max_cluster_size=max_cluster_size, horizon=max(units, 1), truncation=GATE_TRUNCATION
+    )
 
 
 def not_worse(difference: ConfidenceSequence, margin: float) -> GateVerdict:

@@ -50,7 +50,7 @@ from ragexp.results.files import CASES_FILE, read_cases, read_summary
 from ragexp.results.jobs import RACE_DIR, job_label
 from ragexp.stats import ALPHA
 from ragexp.stats.paired import Outcome, outcome
-from ragexp.stats.race import Race
+from ragexp.stats.race import GUARANTEE, GUARANTEES, Guarantee, Race
 from ragexp.sweep.race_report import RaceRecord, RoundRecord, tag_race_runs, write_race
 
 
@@ -66,6 +66,7 @@ class RaceSweeper(Sweeper):
         max_calls: int | None = None,
         alpha: float = ALPHA,
         margin: float | None = None,
+        guarantee: str = GUARANTEE,
         params: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
@@ -78,6 +79,13 @@ class RaceSweeper(Sweeper):
             )
         if not 0 < alpha < 0.5:
             raise ConfigError(f"hydra.sweeper.alpha={alpha}: the race's error is in (0, 0.5)")
+        if guarantee not in GUARANTEES:
+            raise ConfigError(
+                f"hydra.sweeper.guarantee={guarantee}: one of family (no wrong drop anywhere in "
+                "the race, with chance 1 − alpha) or each (the best is dropped with chance at "
+                "most alpha)"
+            )
+        self.guarantee: Guarantee = "each" if guarantee == "each" else "family"
         self.margin = margin
         self.batch = batch
         self.rounds = rounds
@@ -143,7 +151,7 @@ class RaceSweeper(Sweeper):
         units = len({clusters[case] for case in order[: min(caps, default=len(order))]})
         race = Race(
             labels, effect=effect, alpha=self.alpha, max_cluster_size=largest, margin=margin,
-            horizon=max(units, 1),
+            horizon=max(units, 1), guarantee=self.guarantee,
         )  # fmt: skip
         return RaceRecord(
             metric=metric, effect=effect, margin=margin, alpha=self.alpha, batch=self.batch,

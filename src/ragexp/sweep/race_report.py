@@ -112,6 +112,8 @@ class RaceRecord:
             "effect": self.effect,
             "margin": self.margin,
             "alpha": self.alpha,
+            "guarantee": race.guarantee,
+            "side_alpha": race.side_alpha,
             "pair_alpha": race.pair_alpha,
             "batch": self.batch,
             "max_cases": self.max_cases,
@@ -164,6 +166,21 @@ def _drop(drop: Drop) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _guarantee(record: RaceRecord) -> str:
+    """What the race's alpha bounds, in words (hydra.sweeper.guarantee)."""
+    k = len(record.jobs)
+    if record.race.guarantee == "family":
+        return (
+            f"Bonferroni over all {k * (k - 1)} ordered comparisons of the {k} configurations, "
+            f"guarantee=family: no configuration is dropped wrongly with chance at least "
+            f"1 − α={1 - record.alpha:.4g}"
+        )
+    return (
+        f"Bonferroni over a configuration's {k - 1} rivals, guarantee=each: the best is dropped "
+        f"with chance at most α={record.alpha}"
+    )
+
+
 def render_markdown(record: RaceRecord, *, plot: bool = False) -> str:
     race = record.race
     lines = [
@@ -171,9 +188,9 @@ def render_markdown(record: RaceRecord, *, plot: bool = False) -> str:
         "",
         f"A configuration is dropped once another is better than it by more than "
         f"margin={record.margin} on {record.metric}: the confidence sequence of their paired "
-        f"difference lies above it (each side of a pair at α={race.pair_alpha / 2:.4g}, "
-        f"Bonferroni over a configuration's {len(record.jobs) - 1} rivals: the best is dropped "
-        f"with chance at most α={record.alpha}).",
+        f"difference lies above it (each side of a pair at α={race.side_alpha:.4g}, "
+        + _guarantee(record)
+        + ").",
         "",
         "| round | cases so far | survivors | dropped (rival − dropped: interval) |",
         "|---|---|---|---|",
