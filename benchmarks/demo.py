@@ -68,11 +68,14 @@ class Run:
     tokens_out: dict[str, int]
     prompt_s: float
     """Decoding steps that read prompts, summed over the run's calls."""
+    prompt_read: int
+    """Prompt tokens read (the rest were taken from the KV of an earlier prompt), summed."""
 
     def line(self) -> str:
         return (
             f"{self.variant:8} {self.tree:8} wall {self.wall_s:6.1f} s, CPU {self.cpu_s:6.1f} s, "
-            f"run {self.run_s:5.1f} s, {self.calls} calls, prompt reading {self.prompt_s:5.1f} s, "
+            f"run {self.run_s:5.1f} s, {self.calls} calls, prompt reading {self.prompt_s:5.1f} s "
+            f"({self.prompt_read} tokens), "
             f"tokens out {dict(sorted(self.tokens_out.items()))}"
         )
 
@@ -120,15 +123,19 @@ def run_demo(tree: str, src: Path, variant: str, python: str, overrides: list[st
             tokens_out={
                 role: int(v.get("tokens_out") or 0) for role, v in summary["calls"].items()
             },
-            prompt_s=_prompt_seconds(folder / "cache" / "calls.sqlite"),
+            prompt_s=_prompt_timing(folder / "cache" / "calls.sqlite", "prompt_eval_ms") / 1000,
+            prompt_read=int(
+                _prompt_timing(folder / "cache" / "calls.sqlite", "prompt_eval_tokens")
+            ),
         )
 
 
-def _prompt_seconds(cache: Path) -> float:
-    """The prompt reading time of every call in the run's (fresh) call cache."""
+def _prompt_timing(cache: Path, name: str) -> float:
+    """A prompt timing (``prompt_eval_ms``, ``prompt_eval_tokens``) summed over every call in
+    the run's (fresh) call cache."""
     with sqlite3.connect(cache) as db:
         rows = db.execute("SELECT completion FROM calls").fetchall()
-    return sum(json.loads(r[0]).get("timings", {}).get("prompt_eval_ms", 0.0) for r in rows) / 1000
+    return sum(json.loads(r[0]).get("timings", {}).get(name, 0.0) for r in rows)
 
 
 def cpu_name() -> str:
@@ -187,7 +194,8 @@ def report(runs: list[Run], trees: list[str], variants: list[str]) -> int:
                 f", max {max(r.wall_s for r in mine):.1f}; {len(mine)} runs), ratio to "
                 f"{trees[0]} {wall / base:.3f}; CPU {statistics.median(r.cpu_s for r in mine):.1f}"
                 f" s; run {statistics.median(r.run_s for r in mine):.1f}"
-                f" s; prompt reading {statistics.median(r.prompt_s for r in mine):.1f} s; wall / "
+                f" s; prompt reading {statistics.median(r.prompt_s for r in mine):.1f} s, "
+                f"{statistics.median(r.prompt_read for r in mine):.0f} tokens; wall / "
                 f"prompt reading {statistics.median(r.wall_s / r.prompt_s for r in mine):.3f}; "
                 f"verdicts differing from the first run: {dict(sorted(differ.items()))}"
             )

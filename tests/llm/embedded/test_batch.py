@@ -70,3 +70,52 @@ def test_a_tiny_model_that_repeats_itself_still_closes_its_json() -> None:
         assert isinstance(parsed, tuple), (parsed, reply)
         assert json.loads(reply).keys() == {"question", "reference"}
         assert all(len(field) <= 168 for field in parsed)
+
+
+@pytest.mark.slow
+def test_a_prefix_copied_from_a_busy_slot_gives_the_reply_reading_it_gives() -> None:
+    """A request whose prompt shares its start with one still generating takes that prefix's KV
+    from the busy slot (llama.cpp copies the stream) and reads only the rest; greedy, its reply
+    is the serial path's, which reads the whole prompt."""
+    from ragexp.llm.embedded import batch
+    from ragexp.llm.embedded import worker as embedded_worker
+    from ragexp.llm.embedded.backend import f16_path, gguf_path
+
+    source = gguf_path("smollm2:135m")
+    model = embedded_worker._Model(str(source), 2048, 42, str(f16_path(source)), parallel=3)
+    engine = model.engine
+    assert engine is not None
+    instructions = (
+        "You are a careful assistant. Read the passage, then answer the question in one short "
+        "sentence. Passage: The park opens at 6 am and closes at 10 pm. Dogs must stay on a "
+        "leash of at most two metres. Camping is allowed only at marked sites, and fires only "
+        "in the metal rings provided. Children 15 and under are admitted free. Question: "
+    )
+    questions = ["When does the park open?", "Are dogs allowed?", "Where may I camp?"]
+    requests = [
+        {
+            "id": i,
+            "messages": [{"role": "user", "content": instructions + q}],
+            "temperature": 0.0,
+            "max_tokens": 24,
+            "seed": 42,
+        }
+        for i, q in enumerate(questions)
+    ]
+    serial = {r["id"]: model.chat(r) for r in requests}
+    engine.submit(engine.prepare(requests[0]))
+    engine.step()  # the first prompt read: its slot is generating when the others arrive
+    for r in requests[1:]:
+        engine.submit(engine.prepare(r))
+    answers: dict[int, dict[str, object]] = {}
+    while engine.busy:
+        for seq in engine.step():
+            answers[seq.id] = batch.BatchEngine.answer(seq)
+    first = engine.prepare(requests[0]).prompt
+    for r in requests[1:]:
+        shared = batch._common_prefix(first, engine.prepare(r).prompt)
+        assert shared > batch.COPY_MIN_TOKENS
+        a = answers[r["id"]]
+        assert a["prompt_eval_tokens"] == a["prompt_tokens"] - shared  # the rest, read
+        assert a["text"] == serial[r["id"]]["text"]
+    assert answers[0]["text"] == serial[0]["text"]
