@@ -90,13 +90,14 @@ def test_the_demo_benchmark_fails_when_the_trees_ran_other_cases_or_calls(
         return demo.Run(
             tree=tree, variant="portable", wall_s=wall, cpu_s=wall * 1.5, run_s=wall - 5,
             calls=calls, cases=cases, verdicts={("a", "faithfulness"): "YES"},
-            tokens_out={"generate": 10}, prompt_s=wall / 2,
+            tokens_out={"generate": 10}, prompt_s=wall / 2, prompt_read=int(wall * 10),
         )  # fmt: skip
 
     same = [run("before", 100), run("after", 90), run("before", 120), run("after", 80)]
     assert demo.report(same, ["before", "after"], ["portable"]) == 0
     out = capsys.readouterr().out
     assert "portable before: median wall 110.0 s" in out
+    assert "prompt reading 55.0 s, 1100 tokens" in out
     assert "portable after: median wall 85.0 s" in out and "ratio to before 0.773" in out
     assert "same cases (2) and calls (72) in all 4 runs" in out
     assert demo.report([*same, run("after", 80, calls=70)], ["before", "after"], ["portable"]) == 1
