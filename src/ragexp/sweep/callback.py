@@ -24,6 +24,9 @@ KILLED_WAIT_S = 5.0
 exit_code = 0
 """What the command exits with once the multirun is over: 1 if a job failed or missed its gate."""
 
+RACE_SWEEPER = "hydra_plugins.ragexp_race.race_sweeper.RaceSweeper"
+"""The ``_target_`` of ragexp's racing sweeper (``hydra/sweeper=race``)."""
+
 
 class SweepCallback(Callback):
     def __init__(self) -> None:
@@ -32,6 +35,7 @@ class SweepCallback(Callback):
         self._settings = SweepSettings()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        check_sweeper(config)  # before the sweep dir, its parent run and its summary exist
         sweep_dir = Path(str(config.hydra.sweep.dir))
         params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
         swept = swept_keys(list(config.hydra.overrides.task), dict(params))
@@ -119,3 +123,20 @@ def sweep_settings(config: DictConfig) -> SweepSettings:
         return SweepSettings.model_validate(data)
     except ValidationError as exc:
         fail(ConfigError(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"))
+
+
+def check_sweeper(config: DictConfig) -> None:
+    """Refuse a bad ``hydra.sweeper.*`` value of ragexp's racing sweeper in one line and exit
+    code 2. Hydra sets its sweeper up only after this callback has started the sweep: refused
+    there, the sweep would leave an empty summary and parent run behind."""
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+    if sweeper is None or sweeper.get("_target_") != RACE_SWEEPER:
+        return
+    from ragexp.sweep.race import RaceSweeper  # numpy: a race only
+
+    params = OmegaConf.to_container(sweeper, resolve=True)
+    assert isinstance(params, dict)
+    try:
+        RaceSweeper(**{str(k): v for k, v in params.items() if k != "_target_"})
+    except ConfigError as exc:
+        fail(exc)
