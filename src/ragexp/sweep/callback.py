@@ -17,6 +17,7 @@ from ragexp.errors import ConfigError, fail, first_line
 from ragexp.results.jobs import sweep_label
 from ragexp.sweep.link import SweepLink, swept_keys
 from ragexp.sweep.parent import OPEN_WAIT_S, PARENT_FILE, open_parent, parent_run_id
+from ragexp.sweep.settings import sweep_settings
 
 KILLED_WAIT_S = 5.0
 """How long a sweep stopped early waits for its parent run's id."""
@@ -105,24 +106,6 @@ class SweepCallback(Callback):
         if link is not None:  # the sweep's link names its parent run from now on
             link.model_copy(update={"parent_run_id": run_id}).write(sweep_dir)
         return run_id
-
-
-def sweep_settings(config: DictConfig) -> SweepSettings:
-    """What the launching process needs of the sweep's config, validated (the jobs validate
-    the rest); a bad value is the same one line and exit code 2 as in a run."""
-    from pydantic import ValidationError
-
-    data = {
-        key: OmegaConf.to_container(config[key], resolve=True)
-        if OmegaConf.is_config(config[key])
-        else config[key]
-        for key in SweepSettings.model_fields
-        if key in config
-    }
-    try:
-        return SweepSettings.model_validate(data)
-    except ValidationError as exc:
-        fail(ConfigError(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"))
 
 
 def check_sweeper(config: DictConfig) -> None:
