@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragexp.reporting.card import card_markdown, verdicts_card
+from ragexp.reporting.card import card_markdown, card_terminal, verdicts_card
 from ragexp.results.case import AppliedMarks, CaseResult, MetricResult
 from ragexp.results.labels import HumanLabel, LabelIndex, answer_sha256, parse_label
 from ragexp.results.verdicts import VerdictMark
@@ -88,6 +88,10 @@ def test_a_mark_of_a_claim_extracted_anew_is_ignored() -> None:
     assert verdict_agreement([stale], METRIC) == []
     card = verdicts_card([], metric=METRIC, judge="qwen2.5:7b", self_judge=False, n_marked=1)
     assert card.verdict.startswith("no marked verdict to compare")
+    assert card_terminal(card).startswith(
+        "ragexp: judge qwen2.5:7b on diagnostics (1 answer marked verdict by verdict): no marked"
+    )
+    assert "| marked answers | 1 |" in card_markdown(card)  # still a card of marks, no label
 
 
 def test_the_card_reads_per_kind() -> None:
@@ -119,6 +123,19 @@ def test_the_card_reads_per_kind() -> None:
         "were not, 0 the reverse (2 answers marked) |"
     ) in lines
     assert any("its mean is not corrected" in line for line in lines)
+
+
+def test_the_terminal_line_says_answers_were_marked_not_labelled() -> None:
+    """The card's one line says what people gave: 2 answers marked verdict by verdict, not
+    2 labels (none was given)."""
+    card = verdicts_card(
+        verdict_agreement(cases(), METRIC), metric=METRIC, judge="qwen2.5:7b",
+        self_judge=False, n_marked=2,
+    )  # fmt: skip
+    assert card_terminal(card) == (
+        "ragexp: judge qwen2.5:7b on diagnostics (2 answers marked verdict by verdict): 8 of 13 "
+        "of its verdicts agree with people's marks (62%)"
+    )
 
 
 def test_marks_round_trip_through_a_labels_line() -> None:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import run_ragexp
-from tests.sweep.race_world import make_cases
 from tests.sweep.test_race import _expected, _race
+from tests.sweep.test_race_margin import assert_refused
 
 
 @pytest.mark.parametrize(
@@ -48,17 +47,7 @@ def test_the_guarantee_sets_each_sides_level_and_race_json_and_md_say_which(
      ("Family", "hydra.sweeper.guarantee=Family: one of family")],
 )  # fmt: skip
 def test_a_bad_guarantee_is_one_line_and_exit_2(tmp_path: Path, value: str, message: str) -> None:
-    cases = make_cases(tmp_path, 4)
-    result = run_ragexp(
-        "system=http", "system.url=http://127.0.0.1:9/ask", "dataset=custom",
-        f"dataset.cases={cases}", "metrics=[hit_rate]", "hydra/sweeper=race",
-        f"hydra.sweeper.guarantee={value}", "-m", "system.options.skill=good,half",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("ragexp: error:")]
-    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert_refused(tmp_path, f"hydra.sweeper.guarantee={value}", message)
 
 
 def test_the_plugin_configs_default_guarantee_is_the_races() -> None:

@@ -41,23 +41,38 @@ def test_margin_0_drops_a_configuration_worse_at_all_within_the_effect(tmp_path:
      ("abc", "Error merging override hydra.sweeper.margin=abc")],
 )  # fmt: skip
 def test_a_bad_margin_is_one_line_and_exit_2(tmp_path: Path, value: str, message: str) -> None:
+    assert_refused(tmp_path, f"hydra.sweeper.margin={value}", message)
+
+
+def assert_refused(tmp_path: Path, override: str, message: str) -> None:
+    """A racing sweep with ``override``, a bad ``hydra.sweeper.*`` value, tracked in a sqlite
+    store: exit 2, and all it prints is one ``ragexp: error:`` line saying ``message``: no
+    traceback, no empty sweep summary, and no sweep dir nor MLflow parent run left behind."""
     cases = make_cases(tmp_path, 4)
+    store = tmp_path / "mlflow.db"
     result = run_ragexp(
         "system=http", "system.url=http://127.0.0.1:9/ask", "dataset=custom",
-        f"dataset.cases={cases}", "metrics=[hit_rate]", "hydra/sweeper=race",
-        f"hydra.sweeper.margin={value}", "-m", "system.options.skill=good,half", cwd=tmp_path,
+        f"dataset.cases={cases}", "metrics=[hit_rate]", "hydra/sweeper=race", override,
+        f"tracking.tracking_uri=sqlite:///{store}", "-m", "system.options.skill=good,half",
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("ragexp: error:")]
-    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert result.stdout == "", result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr  # just that line: nothing else
+    (line,) = lines
+    assert line.startswith("ragexp: error: ") and message in line, result.stderr
+    assert not (tmp_path / "outputs").exists()
+    assert not store.exists()  # no MLflow store, so no parent run, empty or not
 
 
 def test_the_sweeper_refuses_a_bad_margin_or_alpha_and_the_plugin_config_has_them() -> None:
     from hydra_plugins.ragexp_race.race_sweeper import RaceSweeperConf
     from ragexp.errors import ConfigError
+    from ragexp.sweep.callback import RACE_SWEEPER
     from ragexp.sweep.race import RaceSweeper
 
+    assert RaceSweeperConf()._target_ == RACE_SWEEPER  # the sweep's callback checks its values
     assert (RaceSweeperConf().margin, RaceSweeperConf().alpha) == (None, 0.05)
     assert RaceSweeper(margin=0.0).margin == 0.0
     with pytest.raises(ConfigError, match=r"margin=-0\.01"):

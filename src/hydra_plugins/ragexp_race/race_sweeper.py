@@ -65,7 +65,7 @@ class RaceSweeper(Sweeper):
 
         try:
             self.race = race.RaceSweeper(**self.params)
-        except RagexpError as exc:  # a bad hydra.sweeper.* value: one line, not a traceback
+        except RagexpError as exc:  # a bad value (the sweep callback refuses it first): one line
             fail(exc)
         self.race.setup(hydra_context=hydra_context, task_function=task_function, config=config)
 

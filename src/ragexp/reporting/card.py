@@ -4,7 +4,7 @@ a sweep's summary.md, the MLflow artifact) and as terminal lines."""
 from __future__ import annotations
 
 from ragexp.reporting.markdown import code, text
-from ragexp.reporting.wording import compliance_cell, num, pct
+from ragexp.reporting.wording import compliance_cell, counted, num, pct
 from ragexp.results.replies import Compliance
 from ragexp.results.summary import ClaimAgreement, JudgeCard, SettingLeniency, VerdictAgreement
 from ragexp.results.verdicts import KINDS
@@ -123,7 +123,7 @@ def _interval(low: float | None, high: float | None, *, signed: bool = True) -> 
 
 def card_markdown(card: JudgeCard, *, level: str = "###") -> list[str]:
     """The card as a markdown section."""
-    if card.verdicts and not card.labels:
+    if card.of_marks:
         return _verdicts_markdown(card, level)
     lines = [
         f"{level} Judge {code(card.judge)} on {card.metric}: {card.verdict}",
@@ -230,8 +230,14 @@ def claims_row(claims: ClaimAgreement, *, called: str = "supported") -> str:
 
 
 def card_terminal(card: JudgeCard) -> str:
-    """``ragexp: judge qwen2.5:7b on faithfulness (40 labels): agrees with people (...)``."""
-    return f"ragexp: judge {card.judge} on {card.metric} ({card.n_labels} labels): {card.verdict}"
+    """``ragexp: judge qwen2.5:7b on faithfulness (40 labels): agrees with people (...)``; of a
+    metric that takes marks: ``(2 answers marked verdict by verdict)``, what people gave."""
+    given = (
+        f"{counted(card.n_labels, 'answer')} marked verdict by verdict"
+        if card.of_marks
+        else f"{card.n_labels} labels"
+    )
+    return f"ragexp: judge {card.judge} on {card.metric} ({given}): {card.verdict}"
 
 
 def cards_document(cards: list[JudgeCard], title: str = "Judge reliability") -> str:

@@ -163,6 +163,13 @@ class JudgeCard(BaseModel):
     jurors: list[JurorCard] = Field(default_factory=list)
     """With ``judge.panel``: each juror against people."""
 
+    @property
+    def of_marks(self) -> bool:
+        """The card of a metric that takes marks of its verdicts instead of labels
+        (``diagnostics``): it has no vocabulary, which a card of labels always has, and
+        ``n_labels`` counts the answers people marked verdict by verdict."""
+        return not self.labels
+
 
 class LabelsInfo(BaseModel):
     """The human labels a run was given (``labels=...``)."""

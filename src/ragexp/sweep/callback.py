@@ -17,12 +17,16 @@ from ragexp.errors import ConfigError, fail, first_line
 from ragexp.results.jobs import sweep_label
 from ragexp.sweep.link import SweepLink, swept_keys
 from ragexp.sweep.parent import OPEN_WAIT_S, PARENT_FILE, open_parent, parent_run_id
+from ragexp.sweep.settings import sweep_settings
 
 KILLED_WAIT_S = 5.0
 """How long a sweep stopped early waits for its parent run's id."""
 
 exit_code = 0
 """What the command exits with once the multirun is over: 1 if a job failed or missed its gate."""
+
+RACE_SWEEPER = "hydra_plugins.ragexp_race.race_sweeper.RaceSweeper"
+"""The ``_target_`` of ragexp's racing sweeper (``hydra/sweeper=race``)."""
 
 
 class SweepCallback(Callback):
@@ -32,6 +36,7 @@ class SweepCallback(Callback):
         self._settings = SweepSettings()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        check_sweeper(config)  # before the sweep dir, its parent run and its summary exist
         sweep_dir = Path(str(config.hydra.sweep.dir))
         params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
         swept = swept_keys(list(config.hydra.overrides.task), dict(params))
@@ -103,19 +108,18 @@ class SweepCallback(Callback):
         return run_id
 
 
-def sweep_settings(config: DictConfig) -> SweepSettings:
-    """What the launching process needs of the sweep's config, validated (the jobs validate
-    the rest); a bad value is the same one line and exit code 2 as in a run."""
-    from pydantic import ValidationError
+def check_sweeper(config: DictConfig) -> None:
+    """Refuse a bad ``hydra.sweeper.*`` value of ragexp's racing sweeper in one line and exit
+    code 2. Hydra sets its sweeper up only after this callback has started the sweep: refused
+    there, the sweep would leave an empty summary and parent run behind."""
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+    if sweeper is None or sweeper.get("_target_") != RACE_SWEEPER:
+        return
+    from ragexp.sweep.race import RaceSweeper  # numpy: a race only
 
-    data = {
-        key: OmegaConf.to_container(config[key], resolve=True)
-        if OmegaConf.is_config(config[key])
-        else config[key]
-        for key in SweepSettings.model_fields
-        if key in config
-    }
+    params = OmegaConf.to_container(sweeper, resolve=True)
+    assert isinstance(params, dict)
     try:
-        return SweepSettings.model_validate(data)
-    except ValidationError as exc:
-        fail(ConfigError(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"))
+        RaceSweeper(**{str(k): v for k, v in params.items() if k != "_target_"})
+    except ConfigError as exc:
+        fail(exc)

@@ -245,7 +245,7 @@ def write_race(sweep_dir: Path, record: RaceRecord) -> None:
 def tag_race_runs(config: DictConfig, sweep_dir: Path, record: RaceRecord) -> None:
     """Tag each configuration's final MLflow run (the job in ``<sweep dir>/<job>``): a dropped
     one with its round and interval, a survivor with ``ragexp.race.survived``."""
-    from ragexp.sweep.callback import sweep_settings
+    from ragexp.sweep.settings import sweep_settings
 
     settings = sweep_settings(config)
     if not settings.tracking.enabled:
