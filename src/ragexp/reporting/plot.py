@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ragexp.results.jobs import job_label, short_keys
 from ragexp.stats.race import Drop, Look
@@ -49,11 +50,6 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
     ]
     if not points:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     x_key = summary.swept[0] if summary.swept else ""
     x_values = list(dict.fromkeys(swept.get(x_key, "") for swept, *_ in points))
     numeric = all(_is_number(v) for v in x_values)
@@ -66,7 +62,7 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
         x = position[swept.get(x_key, "")]
         lo, hi = error_bars(mean, low, high)
         lines.setdefault(job_label(rest) if rest else summary.primary, []).append((x, mean, lo, hi))
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    figure, axes = _axes()
     width = 0.08 * (len(lines) - 1) if not numeric else 0.0
     for i, (name, values) in enumerate(lines.items()):
         values.sort()
@@ -84,14 +80,11 @@ def plot_summary(summary: SweepSummary, path: Path) -> bool:
     if not numeric:
         axes.set_xticks(range(len(x_values)), x_values)
     axes.set_ylabel(_y_label(summary))
-    axes.set_ylim(-0.02, 1.02)
-    axes.grid(alpha=0.3)
     if len(lines) > 1 or summary.swept[1:]:
         axes.legend(fontsize="small")
-    axes.set_title(f"{summary.primary} by {' × '.join(short_keys(summary.swept).values())}")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    _save(
+        figure, axes, f"{summary.primary} by {' × '.join(short_keys(summary.swept).values())}", path
+    )
     return True
 
 
@@ -119,12 +112,7 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
         points.append((spent.tokens_per_case, mean, low, high, row.job.label, row.on_front))
     if not points:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    figure, axes = _axes()
     for cost, mean, low, high, label, on_front in points:
         axes.errorbar(
             [cost], [mean], yerr=[[low], [high]], marker="o", capsize=4,
@@ -139,12 +127,7 @@ def plot_cost(summary: SweepSummary, path: Path) -> bool:
         axes.legend(fontsize="small")
     axes.set_xlabel("tokens per case (prompt + completion, every call)")
     axes.set_ylabel(_y_label(summary))
-    axes.set_ylim(-0.02, 1.02)
-    axes.grid(alpha=0.3)
-    axes.set_title(f"{summary.primary} against cost (grey: dominated)")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    _save(figure, axes, f"{summary.primary} against cost (grey: dominated)", path)
     return True
 
 
@@ -157,13 +140,8 @@ def plot_race(looks: Sequence[Look], drops: Sequence[Drop], metric: str, path: P
         jobs.setdefault(look.job, []).append(look)
     if not jobs:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     dropped = {drop.job: drop for drop in drops}
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=110)
+    figure, axes = _axes()
     for job, seen in jobs.items():
         x = [look.cases for look in seen]
         means = [look.mean if look.mean is not None else float("nan") for look in seen]
@@ -182,11 +160,32 @@ def plot_race(looks: Sequence[Look], drops: Sequence[Drop], metric: str, path: P
             )  # fmt: skip
     axes.set_xlabel("cases the race has taken")
     axes.set_ylabel(f"{metric} (mean, anytime-valid interval)")
+    axes.legend(fontsize="small")
+    _save(
+        figure, axes, f"Race on {metric}: each configuration's interval by round (✕: dropped)", path
+    )
+    return True
+
+
+def _axes() -> tuple[Any, Any]:
+    """A new figure and its axes, drawn off-screen (matplotlib imported here: only a sweep
+    that plots pays for it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(7, 4.5), dpi=110)
+
+
+def _save(figure: Any, axes: Any, title: str, path: Path) -> None:
+    """Every plot's end: a score's scale on y, a light grid, the title; written to ``path`` as
+    PNG and closed."""
+    import matplotlib.pyplot as plt
+
     axes.set_ylim(-0.02, 1.02)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
-    axes.set_title(f"Race on {metric}: each configuration's interval by round (✕: dropped)")
+    axes.set_title(title)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
-    return True

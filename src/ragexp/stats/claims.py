@@ -16,7 +16,9 @@ def claim_agreement(cases: Sequence[CaseResult], metric: str) -> ClaimAgreement 
     """Over the answers of ``cases`` whose claims people marked for ``metric``; None when none
     were. A person's marks count only when they cover exactly the claims the judge checked (a
     re-extraction that changed the claims makes them stale); unverified claims are left out."""
-    answers = compared = agreed = lenient = strict = 0
+    answers = 0
+    pairs: list[tuple[bool, bool]] = []
+    """(the judge's verdict, the person's mark), each verified claim marked."""
     for case in cases:
         result = case.metrics.get(metric)
         if result is None or result.error or not result.details:
@@ -29,18 +31,14 @@ def claim_agreement(cases: Sequence[CaseResult], metric: str) -> ClaimAgreement 
             if label.claims is None or len(label.claims) != len(verdicts):
                 continue
             answers += 1
-            for judge, person in zip(verdicts, label.claims, strict=True):
-                if not isinstance(judge, bool):
-                    continue
-                compared += 1
-                agreed += judge == person
-                lenient += judge and not person
-                strict += person and not judge
+            pairs.extend(
+                (judge, person)
+                for judge, person in zip(verdicts, label.claims, strict=True)
+                if isinstance(judge, bool)
+            )
     if not answers:
         return None
-    return ClaimAgreement(
-        n_answers=answers, compared=compared, agreed=agreed, lenient=lenient, strict=strict
-    )
+    return ClaimAgreement(n_answers=answers, **_tally(pairs))
 
 
 def verdict_agreement(cases: Sequence[CaseResult], metric: str) -> list[VerdictAgreement]:
@@ -61,14 +59,7 @@ def verdict_agreement(cases: Sequence[CaseResult], metric: str) -> list[VerdictA
                 answers[verdict.kind.name].add((case.case_id, n))
                 pairs[verdict.kind.name].append((verdict.said, person))
     return [
-        VerdictAgreement(
-            kind=name,
-            n_answers=len(answers[name]),
-            compared=len(said),
-            agreed=sum(judge == person for judge, person in said),
-            lenient=sum(judge and not person for judge, person in said),
-            strict=sum(person and not judge for judge, person in said),
-        )
+        VerdictAgreement(kind=name, n_answers=len(answers[name]), **_tally(said))
         for name, said in pairs.items()
         if said
     ]
@@ -82,3 +73,14 @@ def marked_answers(cases: Sequence[CaseResult], metric: str) -> int:
         for case in cases
         if (result := case.metrics.get(metric)) is not None and not result.error
     )
+
+
+def _tally(pairs: Sequence[tuple[bool, bool]]) -> dict[str, int]:
+    """The counts of `ClaimAgreement` over (the judge's verdict, the person's mark) pairs:
+    compared, agreed, lenient (the judge said yes, the person no), strict (the reverse)."""
+    return {
+        "compared": len(pairs),
+        "agreed": sum(judge == person for judge, person in pairs),
+        "lenient": sum(judge and not person for judge, person in pairs),
+        "strict": sum(person and not judge for judge, person in pairs),
+    }
