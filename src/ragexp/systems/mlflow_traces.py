@@ -29,7 +29,7 @@ from ragexp.errors import ConfigError, RagexpWarning, SystemFailed, first_line
 from ragexp.results.case import RetrievedChunk
 from ragexp.results.trace_tags import is_own_trace
 from ragexp.systems.interface import SystemAnswer, SystemContext
-from ragexp.systems.shapes import ANSWER_KEYS, read_context
+from ragexp.systems.shapes import ANSWER_KEYS, chunk_id_at, read_context
 
 QUESTION_KEYS = ("question", "query", "input", "request", "prompt")
 """Where a request may hold the question, in this order."""
@@ -175,7 +175,7 @@ def read_chunks(items: Any) -> list[RetrievedChunk]:
         if text is None:
             continue
         given = _given_id(item)
-        chunk_id = given or (f"{doc_id}#{n}" if doc_id else f"context #{n}")
+        chunk_id = given or chunk_id_at(doc_id, n)
         if chunk_id in taken:
             chunk_id = f"{chunk_id}#{n}"
         taken.add(chunk_id)

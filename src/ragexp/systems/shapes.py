@@ -81,9 +81,16 @@ def read_contexts(contexts: Any, what: str) -> list[RetrievedChunk]:
                 f"{what} returned context {n} with no text ({_describe(item)}); give a string "
                 "or {text, doc_id, score}"
             )
-        chunk_id = f"{doc_id}#{n}" if doc_id else f"context #{n}"
-        chunks.append(RetrievedChunk(doc_id=doc_id, chunk_id=chunk_id, score=score, text=text))
+        chunks.append(
+            RetrievedChunk(doc_id=doc_id, chunk_id=chunk_id_at(doc_id, n), score=score, text=text)
+        )
     return chunks
+
+
+def chunk_id_at(doc_id: str | None, n: int) -> str:
+    """The id of a system's ``n``-th context (from 0) that gives none of its own:
+    ``<doc_id>#<n>``, or ``context #<n>`` without a document."""
+    return f"{doc_id}#{n}" if doc_id else f"context #{n}"
 
 
 def read_context(item: Any) -> tuple[str | None, str | None, float | None]:
