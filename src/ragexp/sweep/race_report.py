@@ -107,6 +107,7 @@ class RaceRecord:
 
     def to_json(self) -> dict[str, Any]:
         race = self.race
+        sequence = next(iter(race.pairs.values()))  # every pair's is built alike
         return {
             "metric": self.metric,
             "effect": self.effect,
@@ -121,8 +122,8 @@ class RaceRecord:
             "max_calls": self.max_calls,
             "golden_set": len(self.order),
             "clusters": self.n_clusters(),
-            "max_cluster_size": race.pairs[next(iter(race.pairs))].max_cluster_size,
-            "horizon": race.pairs[next(iter(race.pairs))].horizon,
+            "max_cluster_size": sequence.max_cluster_size,
+            "horizon": sequence.horizon,
             "configurations": self.jobs,
             "rounds": [
                 {
